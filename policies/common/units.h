@@ -1,0 +1,22 @@
+// Unit constants: use them so that sizes and rates read with their units (8 * kGiB, 4.8 * kTB).
+#pragma once
+
+#include <cstdint>
+
+namespace deepinfer::units {
+
+inline constexpr double kKB = 1e3;
+inline constexpr double kMB = 1e6;
+inline constexpr double kGB = 1e9;
+inline constexpr double kTB = 1e12;
+inline constexpr double kKiB = 1024.0;
+inline constexpr double kMiB = 1024.0 * 1024.0;
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kTera = 1e12;
+inline constexpr double kGiga = 1e9;
+inline constexpr double kUs = 1e-6;
+inline constexpr double kMs = 1e-3;
+inline constexpr double kSecondsPerHour = 3600.0;
+inline constexpr double kSecondsPerDay = 86400.0;
+
+}  // namespace deepinfer::units

@@ -1,0 +1,38 @@
+# Fails when policies/ or engine/core include CUDA, SimGrid, or anything from the backends.
+#   policies/     may include: the standard library, nlohmann/json, policies/*
+#   engine/core/  may include: the above and engine/core/*
+# Run: cmake -DROOT=<repo> -P tests/layering_check.cmake
+if(NOT ROOT)
+  message(FATAL_ERROR "pass -DROOT=<repository root>")
+endif()
+set(forbidden_patterns
+  "cuda" "cublas" "nccl" "cub/" "thrust/" "simgrid" "xbt/" "Eigen" "boost/"
+  "engine/cuda" "engine/cpu" "engine/cli" "engine/profiler" "sim/" "kernels/")
+set(violations "")
+foreach(layer policies engine/core)
+  file(GLOB_RECURSE files "${ROOT}/${layer}/*.h" "${ROOT}/${layer}/*.cpp" "${ROOT}/${layer}/*.cu" "${ROOT}/${layer}/*.cuh")
+  foreach(f ${files})
+    if(f MATCHES "\\.cu$|\\.cuh$")
+      list(APPEND violations "${f}: CUDA source file in ${layer}/")
+    endif()
+    file(STRINGS "${f}" includes REGEX "^[ \t]*#[ \t]*include")
+    foreach(line ${includes})
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"]+)[>\"].*" "\\1" inc "${line}")
+      foreach(p ${forbidden_patterns})
+        string(FIND "${inc}" "${p}" pos)
+        if(pos EQUAL 0 OR (p STREQUAL "cuda" AND inc MATCHES "cuda"))
+          list(APPEND violations "${f}: includes <${inc}> (forbidden in ${layer}/)")
+        endif()
+      endforeach()
+      if(layer STREQUAL "policies" AND inc MATCHES "^engine/")
+        list(APPEND violations "${f}: includes <${inc}> (policies/ may not include engine/)")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES violations)
+if(violations)
+  string(REPLACE ";" "\n" msg "${violations}")
+  message(FATAL_ERROR "layering violations:\n${msg}")
+endif()
+message(STATUS "layering ok: policies/ and engine/core include no CUDA, SimGrid or backend headers")

@@ -1,0 +1,109 @@
+// Curve interpolation/extrapolation, profile files, and the CostModel composition on synthetic curves.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "policies/cost/cost_model.h"
+#include "tests/support/builders.h"
+
+using namespace deepinfer;
+
+TEST_CASE("Curve: exact at grid points, linear between them", "[policies][cost]") {
+    const auto g = testing::make_bilinear_group("moe_experts", "tokens", "experts", {1, 10, 100}, {1, 8}, 3, 2, 5, 0.5);
+    auto f = [](double x, double y) { return 3 + 2 * x + 5 * y + 0.5 * x * y; };
+    for (double x : {1.0, 10.0, 100.0})
+        for (double y : {1.0, 8.0}) CHECK(g.curve.eval_us(std::vector<double>{x, y}) == Approx(f(x, y)));
+    // Bilinear functions are reproduced exactly by multilinear interpolation.
+    CHECK(g.curve.eval_us(std::vector<double>{55, 4.5}) == Approx(f(55, 4.5)));
+    CHECK(g.curve.eval_us(std::vector<double>{3, 2}) == Approx(f(3, 2)));
+}
+
+TEST_CASE("Curve: flat below the grid, last-segment slope above it", "[policies][cost]") {
+    // A roofline-shaped curve: flat 10 us until x = 100, then 0.1 us per unit.
+    Curve c({CurveAxis{"tokens", {1, 50, 100, 200, 400}}}, {10, 10, 10, 20, 40});
+    CHECK(c.eval_us(std::vector<double>{0.0}) == Approx(10));
+    CHECK(c.eval_us(std::vector<double>{800}) == Approx(80));
+    CHECK(c.eval_us(std::vector<double>{150}) == Approx(15));
+    // A falling last segment never extrapolates below the boundary value.
+    Curve d({CurveAxis{"tokens", {1, 2}}}, {10, 8});
+    CHECK(d.eval_us(std::vector<double>{100}) == Approx(8));
+}
+
+TEST_CASE("Curve: inconsistent grids are rejected", "[policies][cost]") {
+    CHECK_THROWS(Curve({CurveAxis{"x", {1, 1}}}, {1, 2}));
+    CHECK_THROWS(Curve({CurveAxis{"x", {1, 2}}}, {1}));
+    CHECK_THROWS(Curve({CurveAxis{"x", {1, 2}}}, {1, -1}));
+}
+
+TEST_CASE("Profile files: round trip and errors naming file and field", "[policies][cost]") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / "deepinfer_test_profile";
+    fs::remove_all(dir);
+    ProfileSet p = testing::make_synthetic_profile();
+    save_profile_dir(p, dir.string());
+    const ProfileSet q = load_profile_dir(dir.string());
+    REQUIRE(q.name == "synthetic");
+    REQUIRE(q.groups.size() == p.groups.size());
+    for (const auto& [g, prof] : p.groups) REQUIRE(q.at(g).curve.time_us() == prof.curve.time_us());
+
+    // Break one file: a non-increasing axis value.
+    {
+        auto j = op_group_profile_to_json(p.at("dense"));
+        j["axes"][0]["values"][2] = 1;
+        std::ofstream(dir / "dense.json") << j.dump();
+    }
+    try {
+        load_profile_dir(dir.string());
+        FAIL("expected a ProfileError");
+    } catch (const ProfileError& e) {
+        CHECK(std::string(e.what()) == (dir / "dense.json").string() +
+                                           ": /axes/0/values/2: expected a value larger than the previous one, got 1");
+    }
+    // Wrong kind.
+    {
+        auto j = op_group_profile_to_json(p.at("dense"));
+        j["kind"] = "guessed";
+        std::ofstream(dir / "dense.json") << j.dump();
+    }
+    CHECK_THROWS_WITH(load_profile_dir(dir.string()), Catch::Contains("/kind: expected one of \"measured\", \"derived\""));
+    // Wrong time grid shape.
+    {
+        auto j = op_group_profile_to_json(p.at("dense"));
+        j["time_us"].erase(0);
+        std::ofstream(dir / "dense.json") << j.dump();
+    }
+    CHECK_THROWS_WITH(load_profile_dir(dir.string()), Catch::Contains("/time_us: expected an array of 4"));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("CostModel: composes the op groups as documented", "[policies][cost]") {
+    const CostModel m(testing::make_synthetic_profile(), ModelShape::v4_flash());
+    StepShape s{.num_tokens = 64, .num_seqs = 64, .num_sampled = 64, .mean_context = 4096,
+                .moe_tokens_per_rank = 384, .moe_experts_per_rank = 64, .ep_tokens = 0};
+    const StepCost c = m.step_cost(s);
+    CHECK(c.dense_s == Approx((100 + 0.5 * 64) * 1e-6));
+    const double attn_us = 5 + 0.01 * 64 + 0.0001 * 4096;
+    CHECK(c.attention_s == Approx(43 * attn_us * 1e-6));
+    CHECK(c.moe_s == Approx(43 * (10 + 0.02 * 384 + 2 * 64) * 1e-6));
+    CHECK(c.ep_comm_s == 0);
+    CHECK(c.sampling_s == Approx((20 + 0.1 * 64) * 1e-6));
+    CHECK(m.step_time_s(StepShape{}) == 0);
+}
+
+TEST_CASE("CostModel: a profile missing a group is refused by name", "[policies][cost]") {
+    ProfileSet p = testing::make_synthetic_profile();
+    p.groups.erase("sampling");
+    CHECK_THROWS_WITH((CostModel(p, ModelShape{})), Catch::Contains("/sampling: expected a profile for op group"));
+}
+
+TEST_CASE("shape_of: tokens, sampled sequences and mean context from a plan", "[policies][cost]") {
+    StepPlan plan;
+    plan.seqs.push_back({.num_computed_tokens = 100, .num_new_tokens = 1, .samples = true});
+    plan.seqs.push_back({.num_computed_tokens = 0, .num_new_tokens = 3, .samples = false});
+    const StepShape s = shape_of(plan, ModelShape{});
+    CHECK(s.num_tokens == 4);
+    CHECK(s.num_sampled == 1);
+    CHECK(s.mean_context == Approx((1 * 101 + 3 * 2.0) / 4));
+    CHECK(expected_distinct_experts(1, 6, 256) == Approx(6));
+    CHECK(expected_distinct_experts(1e6, 6, 256) == Approx(256));
+}
