@@ -7,18 +7,20 @@
 
 namespace deepinfer {
 
-CostModel::CostModel(ProfileSet profile, ModelShape model) : profile_(std::move(profile)), model_(model) {
+CostModel::CostModel(ProfileSet profile, ModelShape model)
+    : profile_(std::make_shared<const ProfileSet>(std::move(profile))), model_(model) {
+    const ProfileSet& set = *profile_;
     for (const char* g : kOpGroups) {
-        if (!profile_.has(g))
-            throw ProfileError(profile_.name, "/" + std::string(g), "a profile for op group \"" + std::string(g) + "\"",
+        if (!set.has(g))
+            throw ProfileError(set.name, "/" + std::string(g), "a profile for op group \"" + std::string(g) + "\"",
                                "none (every op group is needed by the cost model)");
     }
     auto check_axes = [&](const char* g, std::initializer_list<const char*> names) {
-        const Curve& c = profile_.at(g).curve;
+        const Curve& c = set.at(g).curve;
         std::size_t i = 0;
         for (const char* n : names) {
             if (c.num_axes() != names.size() || c.axes()[i].name != n)
-                throw ProfileError(profile_.name, "/" + std::string(g) + "/axes",
+                throw ProfileError(set.name, "/" + std::string(g) + "/axes",
                                    "axes in this order: " + [&] {
                                        std::string s;
                                        for (const char* m : names) s += (s.empty() ? "" : ", ") + std::string(m);
@@ -35,24 +37,35 @@ CostModel::CostModel(ProfileSet profile, ModelShape model) : profile_(std::move(
     check_axes("moe_experts", {"tokens", "experts"});
     check_axes("sampling", {"seqs"});
     check_axes("ep_dispatch_combine", {"tokens"});
+    dense_ = &set.at("dense").curve;
+    attention_swa_ = &set.at("attention_swa").curve;
+    attention_csa_ = &set.at("attention_csa").curve;
+    attention_hca_ = &set.at("attention_hca").curve;
+    moe_experts_ = &set.at("moe_experts").curve;
+    sampling_ = &set.at("sampling").curve;
+    ep_dispatch_combine_ = &set.at("ep_dispatch_combine").curve;
 }
 
-double CostModel::group_us(const char* group, std::initializer_list<double> point) const {
-    return profile_.at(group).curve.eval_us(std::span<const double>(point.begin(), point.size()));
+namespace {
+double eval1(const Curve& c, double x) { return c.eval_us(std::span<const double>(&x, 1)); }
+double eval2(const Curve& c, double x, double y) {
+    const double p[2] = {x, y};
+    return c.eval_us(std::span<const double>(p, 2));
 }
+}  // namespace
 
 StepCost CostModel::step_cost(const StepShape& s) const {
     StepCost c;
     if (s.num_tokens <= 0) return c;
-    c.dense_s = group_us("dense", {s.num_tokens}) * 1e-6;
-    c.attention_s = (model_.num_swa_layers * group_us("attention_swa", {s.num_tokens, s.mean_context}) +
-                     model_.num_csa_layers * group_us("attention_csa", {s.num_tokens, s.mean_context}) +
-                     model_.num_hca_layers * group_us("attention_hca", {s.num_tokens, s.mean_context})) *
+    c.dense_s = eval1(*dense_, s.num_tokens) * 1e-6;
+    c.attention_s = (model_.num_swa_layers * eval2(*attention_swa_, s.num_tokens, s.mean_context) +
+                     model_.num_csa_layers * eval2(*attention_csa_, s.num_tokens, s.mean_context) +
+                     model_.num_hca_layers * eval2(*attention_hca_, s.num_tokens, s.mean_context)) *
                     1e-6;
     if (s.moe_tokens_per_rank > 0)
-        c.moe_s = model_.num_moe_layers * group_us("moe_experts", {s.moe_tokens_per_rank, s.moe_experts_per_rank}) * 1e-6;
-    if (s.ep_tokens > 0) c.ep_comm_s = model_.num_moe_layers * group_us("ep_dispatch_combine", {s.ep_tokens}) * 1e-6;
-    if (s.num_sampled > 0) c.sampling_s = group_us("sampling", {s.num_sampled}) * 1e-6;
+        c.moe_s = model_.num_moe_layers * eval2(*moe_experts_, s.moe_tokens_per_rank, s.moe_experts_per_rank) * 1e-6;
+    if (s.ep_tokens > 0) c.ep_comm_s = model_.num_moe_layers * eval1(*ep_dispatch_combine_, s.ep_tokens) * 1e-6;
+    if (s.num_sampled > 0) c.sampling_s = eval1(*sampling_, s.num_sampled) * 1e-6;
     return c;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "policies/cost/profile.h"
 #include "policies/step_plan.h"
@@ -61,14 +62,21 @@ public:
 
     StepCost step_cost(const StepShape& shape) const;
     double step_time_s(const StepShape& shape) const { return step_cost(shape).total_s(); }
-    const ProfileSet& profile() const { return profile_; }
+    const ProfileSet& profile() const { return *profile_; }
     const ModelShape& model() const { return model_; }
 
 private:
-    double group_us(const char* group, std::initializer_list<double> point) const;
-
-    ProfileSet profile_;
+    /// Shared and immutable, so copies of a CostModel stay cheap and the cached curve pointers valid.
+    std::shared_ptr<const ProfileSet> profile_;
     ModelShape model_;
+    // NOTE: resolved once at construction; step_cost runs in the DSpark policy's inner loop.
+    const Curve* dense_ = nullptr;
+    const Curve* attention_swa_ = nullptr;
+    const Curve* attention_csa_ = nullptr;
+    const Curve* attention_hca_ = nullptr;
+    const Curve* moe_experts_ = nullptr;
+    const Curve* sampling_ = nullptr;
+    const Curve* ep_dispatch_combine_ = nullptr;
 };
 
 /// Expected number of distinct experts hit when `tokens` tokens each pick `top_k` of `num_experts`

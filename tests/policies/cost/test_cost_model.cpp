@@ -107,3 +107,13 @@ TEST_CASE("shape_of: tokens, sampled sequences and mean context from a plan", "[
     CHECK(expected_distinct_experts(1, 6, 256) == Approx(6));
     CHECK(expected_distinct_experts(1e6, 6, 256) == Approx(256));
 }
+
+TEST_CASE("CostModel: a copy outlives its original and predicts the same", "[policies][cost]") {
+    const StepShape s{.num_tokens = 100, .num_seqs = 10, .num_sampled = 10, .mean_context = 2048,
+                      .moe_tokens_per_rank = 600, .moe_experts_per_rank = 100, .ep_tokens = 50};
+    std::optional<CostModel> original(std::in_place, testing::make_synthetic_profile(), ModelShape{});
+    const double expected = original->step_time_s(s);
+    const CostModel copy = *original;
+    original.reset();
+    CHECK(copy.step_time_s(s) == expected);
+}
