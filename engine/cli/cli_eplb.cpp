@@ -1,8 +1,159 @@
-// `deepinfer eplb`: not built yet. TODO(#4): the EPLB policy.
+// `deepinfer eplb`: expert placement from a load trace. Writes the placement JSON and prints per-layer
+// and mean max/mean GPU load, the provable lower bound and the run time; --replay measures predictors.
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+
 #include "engine/cli/commands.h"
+#include "policies/common/check.h"
+#include "policies/common/json_reader.h"
+#include "policies/eplb/eplb_json.h"
+#include "policies/eplb/predictor.h"
+#include "policies/eplb/rebalance.h"
 
 namespace deepinfer::cli {
+namespace {
 
-int run_eplb(const Args&) { return unavailable("eplb", "not implemented yet: the EPLB policy is issue #4"); }
+namespace po = boost::program_options;
+
+struct EplbArgs {
+    std::string trace;
+    std::string out;
+    std::string split = "weighted";
+    std::string predict = "sum";
+    double alpha = 0.5;
+    double beta = 0.2;
+    bool hierarchical = false;
+    bool replay = false;
+    PlacementOptions options;
+};
+
+double mean_of(const std::vector<LayerBalance>& layers, bool bound) {
+    double sum = 0.0;
+    for (const auto& l : layers) sum += bound ? l.bound_imbalance() : l.imbalance();
+    return layers.empty() ? 1.0 : sum / static_cast<double>(layers.size());
+}
+
+LoadMatrix predicted_loads(const LoadTrace& trace, const EplbArgs& a) {
+    if (a.predict == "sum") return trace.total();
+    LoadPredictor predictor({.kind = parse_predictor_kind(a.predict), .alpha = a.alpha, .beta = a.beta});
+    for (const auto& w : trace.windows) predictor.observe(w);
+    return predictor.predict();
+}
+
+// For every window t >= 1: place from a prediction made on windows < t, measure on window t.
+void replay(const LoadTrace& trace, const EplbArgs& a) {
+    std::printf("replay: realised mean max/mean GPU load on windows 1..%zu, placing from earlier windows\n",
+                trace.windows.size() - 1);
+    struct Row {
+        std::string name;
+        PredictorConfig config;
+    };
+    const std::vector<Row> rows = {
+        {"last", {.kind = PredictorKind::kLastWindow, .alpha = 1.0, .beta = a.beta}},
+        {"ema", {.kind = PredictorKind::kEma, .alpha = a.alpha, .beta = a.beta}},
+        {"holt", {.kind = PredictorKind::kHolt, .alpha = a.alpha, .beta = a.beta}}};
+    for (const auto& row : rows) {
+        LoadPredictor predictor(row.config);
+        double sum = 0.0;
+        for (std::size_t t = 1; t < trace.windows.size(); ++t) {
+            predictor.observe(trace.windows[t - 1]);
+            const auto placed = compute_placement(predictor.predict(), a.options);
+            double layer_sum = 0.0;
+            for (std::int32_t l = 0; l < trace.num_layers; ++l)
+                layer_sum += measure_balance(placed.placement.layers[static_cast<std::size_t>(l)],
+                                             trace.windows[t].layer(l), a.options.num_gpus)
+                                 .imbalance();
+            sum += layer_sum / trace.num_layers;
+        }
+        std::printf("  %-6s %.4f\n", row.name.c_str(), sum / static_cast<double>(trace.windows.size() - 1));
+    }
+    double oracle = 0.0;
+    for (std::size_t t = 1; t < trace.windows.size(); ++t)
+        oracle += mean_of(compute_placement(trace.windows[t], a.options).layers, false);
+    std::printf("  %-6s %.4f   (placed from the window itself)\n", "oracle",
+                oracle / static_cast<double>(trace.windows.size() - 1));
+}
+
+int run(const EplbArgs& a) {
+    const LoadTrace trace = read_load_trace(a.trace);
+    const auto t0 = std::chrono::steady_clock::now();
+    const LoadMatrix loads = predicted_loads(trace, a);
+    const PlacementResult result = compute_placement(loads, a.options);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    DI_CHECK(result.placement.validate().empty(), result.placement.validate());
+    if (!a.out.empty()) {
+        std::ofstream f(a.out);
+        if (!f) throw ConfigError(a.out, "cannot open for writing");
+        f << dump_pretty(placement_to_json(result.placement));
+    }
+    std::printf("eplb: %d layers x %d experts on %d GPUs (%d nodes), %d slots per GPU, split %s%s\n",
+                trace.num_layers, trace.num_experts, a.options.num_gpus, a.options.num_nodes,
+                a.options.slots_per_gpu(trace.num_experts), a.split.c_str(),
+                a.hierarchical ? ", node-first" : "");
+    std::printf("%-6s %10s %12s %14s %14s\n", "layer", "max/mean", "bound/mean", "max_tokens", "mean_tokens");
+    for (std::size_t l = 0; l < result.layers.size(); ++l) {
+        const auto& b = result.layers[l];
+        std::printf("%-6zu %10.5f %12.5f %14.1f %14.1f\n", l, b.imbalance(), b.bound_imbalance(),
+                    b.max_gpu_load, b.mean_gpu_load);
+    }
+    std::printf("mean   %10.5f %12.5f\n", mean_of(result.layers, false), mean_of(result.layers, true));
+    std::printf("run time: %.1f ms\n", ms);
+    if (a.replay && trace.windows.size() > 1) replay(trace, a);
+    return 0;
+}
+
+}  // namespace
+
+int run_eplb(const Args& args) {
+    EplbArgs a;
+    po::options_description desc("deepinfer eplb options");
+    desc.add_options()("help,h", "this help")("trace", po::value(&a.trace)->required(),
+                                              "expert load trace JSON (DESIGN.md format)")(
+        "gpus", po::value(&a.options.num_gpus)->required(), "GPUs (expert-parallel width)")(
+        "nodes", po::value(&a.options.num_nodes)->default_value(1), "nodes; must divide --gpus")(
+        "redundant", po::value(&a.options.redundant_per_gpu)->default_value(0),
+        "redundant expert slots per GPU")(
+        "groups", po::value(&a.options.num_groups)->default_value(0),
+        "expert groups; > 0 asks for node-first placement (groups packed onto nodes)")(
+        "hierarchical", po::bool_switch(&a.hierarchical),
+        "node-first placement (one group per expert without --groups)")(
+        "split", po::value(&a.split)->default_value("weighted"),
+        "router split: weighted (per-replica shares) or uniform (1/replicas)")(
+        "spread", po::value(&a.options.split_spread)->default_value(0.0),
+        "weighted split: weight of spreading each expert over its replicas (robustness to drift)")(
+        "predict", po::value(&a.predict)->default_value("sum"),
+        "loads to place for: sum (all windows), last, ema, holt")(
+        "alpha", po::value(&a.alpha)->default_value(0.5), "ema/holt weight of the newest window")(
+        "beta", po::value(&a.beta)->default_value(0.2), "holt weight of the newest trend")(
+        "replay", po::bool_switch(&a.replay),
+        "also measure predictors: place from windows < t, measure on t")("out", po::value(&a.out),
+                                                                         "write the placement JSON here");
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(args).options(desc).run(), vm);
+        if (vm.count("help") != 0) {
+            std::cout
+                << "usage: deepinfer eplb --trace T.json --gpus G [--nodes N] [--redundant R] [--groups K] "
+                   "[--out P.json]\n"
+                << desc;
+            return 0;
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        throw ConfigError("command line", e.what());
+    }
+    if (a.split != "weighted" && a.split != "uniform")
+        throw ConfigError("command line", "--split", "weighted or uniform", "\"" + a.split + "\"");
+    if (a.predict != "sum") parse_predictor_kind(a.predict);
+    a.options.split = a.split == "weighted" ? SplitMode::kWeighted : SplitMode::kUniform;
+    a.hierarchical = a.hierarchical || a.options.num_groups > 0;
+    a.options.hierarchical = a.hierarchical;
+    return run(a);
+}
 
 }  // namespace deepinfer::cli

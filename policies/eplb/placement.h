@@ -13,6 +13,11 @@ namespace deepinfer {
 struct LayerPlacement {
     /// For every physical slot in GPU-major order (slots of GPU 0 first) the logical expert it holds.
     std::vector<LogicalExpertId> phy2log;
+    /// Optional router split, one entry per physical slot: the fraction of its expert's tokens that
+    /// slot serves (the entries of one expert sum to 1). Empty means uniform: 1 / replica count.
+    std::vector<double> replica_share;
+
+    bool operator==(const LayerPlacement&) const = default;
 };
 
 struct ExpertPlacement {
@@ -28,13 +33,13 @@ struct ExpertPlacement {
     GpuRank gpu_of(PhysicalSlotId slot) const { return GpuRank(slot.value() / slots_per_gpu()); }
 
     /// Empty string when valid, else the first violation: unequal layer sizes, slots not divisible
-    /// by GPUs, an expert id out of range, a logical expert without a replica, or two replicas of an
-    /// expert on one GPU.
+    /// by GPUs, an expert id out of range, a logical expert without a replica, two replicas of an
+    /// expert on one GPU, or a replica_share of the wrong size, negative, or not summing to 1.
     std::string validate() const;
 };
 
 /// The identity placement without redundancy: expert e on GPU e / (E / G). E must divide by G.
-ExpertPlacement make_identity_placement(std::int32_t num_layers, std::int32_t num_experts, std::int32_t num_gpus,
-                                        std::int32_t num_nodes = 1);
+ExpertPlacement make_identity_placement(std::int32_t num_layers, std::int32_t num_experts,
+                                        std::int32_t num_gpus, std::int32_t num_nodes = 1);
 
 }  // namespace deepinfer

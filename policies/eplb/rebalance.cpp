@@ -1,0 +1,172 @@
+// EPLB placement driver: option checks, flat or node-first (hierarchical) placement per layer, the
+// lower bound and balance measurement.
+#include "policies/eplb/rebalance.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "policies/common/check.h"
+#include "policies/eplb/flat_placer.h"
+
+namespace deepinfer {
+namespace {
+
+using Index = std::size_t;
+Index ix(std::int32_t v) { return static_cast<Index>(v); }
+
+[[noreturn]] void bad_option(const std::string& name, const std::string& expected, std::int64_t got) {
+    throw ConfigError("eplb options", name, expected, std::to_string(got));
+}
+
+eplb_detail::FlatLimits limits_of(const PlacementOptions& o) {
+    return {.max_swap_rounds = o.max_swap_rounds,
+            .max_split_sweeps = o.max_split_sweeps,
+            .split_spread = o.split_spread};
+}
+
+eplb_detail::Split split_of(SplitMode m) {
+    return m == SplitMode::kWeighted ? eplb_detail::Split::kWeighted : eplb_detail::Split::kUniform;
+}
+
+LayerPlacement place_layer_flat(std::span<const double> w, const PlacementOptions& o) {
+    const std::int32_t slots = o.slots_per_gpu(static_cast<std::int32_t>(w.size()));
+    auto sol = eplb_detail::place_flat(w, o.num_gpus, slots, split_of(o.split), limits_of(o));
+    LayerPlacement layer;
+    layer.phy2log.reserve(sol.expert.size());
+    for (std::int32_t e : sol.expert) layer.phy2log.emplace_back(e);
+    layer.replica_share = std::move(sol.share);
+    return layer;
+}
+
+// Node-first: groups are packed onto nodes with an equal group count per node (a flat placement with
+// one slot per group and no redundancy), then each node's experts get a flat placement on its GPUs.
+LayerPlacement place_layer_hierarchical(std::span<const double> w, const PlacementOptions& o) {
+    const auto num_experts = static_cast<std::int32_t>(w.size());
+    const std::int32_t num_groups = o.num_groups > 0 ? o.num_groups : num_experts;
+    const std::int32_t group_size = num_experts / num_groups;
+    std::vector<double> group_load(ix(num_groups), 0.0);
+    for (std::int32_t e = 0; e < num_experts; ++e) group_load[ix(e / group_size)] += w[ix(e)];
+    const std::int32_t groups_per_node = num_groups / o.num_nodes;
+    const auto packing = eplb_detail::place_flat(group_load, o.num_nodes, groups_per_node,
+                                                 eplb_detail::Split::kUniform, limits_of(o));
+    const std::int32_t gpus_per_node = o.num_gpus / o.num_nodes;
+    const std::int32_t slots = o.slots_per_gpu(num_experts);
+    const std::int32_t node_slots = gpus_per_node * slots;
+    LayerPlacement layer;
+    layer.phy2log.resize(ix(o.num_gpus * slots));
+    layer.replica_share.resize(layer.phy2log.size());
+    for (std::int32_t node = 0; node < o.num_nodes; ++node) {
+        std::vector<std::int32_t> groups(packing.expert.begin() + node * groups_per_node,
+                                         packing.expert.begin() + (node + 1) * groups_per_node);
+        std::sort(groups.begin(), groups.end());
+        std::vector<std::int32_t> experts;
+        std::vector<double> node_w;
+        for (std::int32_t g : groups)
+            for (std::int32_t e = g * group_size; e < (g + 1) * group_size; ++e) {
+                experts.push_back(e);
+                node_w.push_back(w[ix(e)]);
+            }
+        const auto sol =
+            eplb_detail::place_flat(node_w, gpus_per_node, slots, split_of(o.split), limits_of(o));
+        for (std::int32_t s = 0; s < node_slots; ++s) {
+            layer.phy2log[ix(node * node_slots + s)] = LogicalExpertId(experts[ix(sol.expert[ix(s)])]);
+            layer.replica_share[ix(node * node_slots + s)] = sol.share[ix(s)];
+        }
+    }
+    return layer;
+}
+
+}  // namespace
+
+void check_placement_options(const PlacementOptions& o, std::int32_t num_experts) {
+    if (num_experts <= 0) bad_option("num_experts", "a positive integer", num_experts);
+    if (o.num_gpus <= 0 || num_experts % o.num_gpus != 0)
+        bad_option("num_gpus", "a positive divisor of the " + std::to_string(num_experts) + " experts",
+                   o.num_gpus);
+    if (o.num_nodes <= 0 || o.num_gpus % o.num_nodes != 0)
+        bad_option("num_nodes", "a positive divisor of the " + std::to_string(o.num_gpus) + " GPUs",
+                   o.num_nodes);
+    if (o.redundant_per_gpu < 0 || o.slots_per_gpu(num_experts) > num_experts)
+        bad_option("redundant_per_gpu",
+                   "in [0, " + std::to_string(num_experts - num_experts / o.num_gpus) +
+                       "] (a GPU holds distinct experts)",
+                   o.redundant_per_gpu);
+    if (o.num_groups < 0 || (o.num_groups > 0 && num_experts % o.num_groups != 0))
+        bad_option("num_groups", "0 or a positive divisor of the " + std::to_string(num_experts) + " experts",
+                   o.num_groups);
+    const std::int32_t groups = o.num_groups > 0 ? o.num_groups : num_experts;
+    if (o.hierarchical && groups % o.num_nodes != 0)
+        bad_option("num_groups",
+                   "a multiple of the " + std::to_string(o.num_nodes) + " nodes for node-first placement",
+                   groups);
+    if (o.max_swap_rounds < 0) bad_option("max_swap_rounds", "non-negative", o.max_swap_rounds);
+    if (o.max_split_sweeps < 0) bad_option("max_split_sweeps", "non-negative", o.max_split_sweeps);
+    if (!(o.split_spread >= 0.0 && o.split_spread <= 10.0))
+        throw ConfigError("eplb options", "split_spread", "in [0, 10]", std::to_string(o.split_spread));
+}
+
+PlacementResult compute_placement(const LoadMatrix& loads, const PlacementOptions& options) {
+    check_placement_options(options, loads.num_experts);
+    DI_CHECK(loads.tokens.size() == ix(loads.num_layers) * ix(loads.num_experts),
+             "load matrix size mismatch");
+    for (double v : loads.tokens)
+        if (!(v >= 0.0))
+            throw ConfigError("eplb loads", "tokens", "finite non-negative loads", std::to_string(v));
+    PlacementResult out;
+    out.placement = ExpertPlacement{.num_gpus = options.num_gpus,
+                                    .num_nodes = options.num_nodes,
+                                    .num_logical_experts = loads.num_experts,
+                                    .layers = {}};
+    const bool node_first = options.hierarchical && options.num_nodes > 1;
+    for (std::int32_t l = 0; l < loads.num_layers; ++l) {
+        const auto w = loads.layer(l);
+        out.placement.layers.push_back(node_first ? place_layer_hierarchical(w, options)
+                                                  : place_layer_flat(w, options));
+        out.layers.push_back(measure_balance(out.placement.layers.back(), w, options.num_gpus));
+    }
+    return out;
+}
+
+std::vector<std::int32_t> replica_counts(const LayerPlacement& layer, std::int32_t num_experts) {
+    std::vector<std::int32_t> counts(ix(num_experts), 0);
+    for (auto e : layer.phy2log) ++counts[ix(e.value())];
+    return counts;
+}
+
+std::vector<std::vector<PhysicalSlotId>> make_log2phy(const LayerPlacement& layer, std::int32_t num_experts) {
+    std::vector<std::vector<PhysicalSlotId>> out(ix(num_experts));
+    for (std::size_t s = 0; s < layer.phy2log.size(); ++s)
+        out[ix(layer.phy2log[s].value())].emplace_back(static_cast<std::int32_t>(s));
+    return out;
+}
+
+std::vector<double> gpu_loads(const LayerPlacement& layer, std::span<const double> loads,
+                              std::int32_t num_gpus) {
+    const auto num_experts = static_cast<std::int32_t>(loads.size());
+    const Index per_gpu = layer.phy2log.size() / ix(num_gpus);
+    const auto counts = replica_counts(layer, num_experts);
+    std::vector<double> out(ix(num_gpus), 0.0);
+    for (Index s = 0; s < layer.phy2log.size(); ++s) {
+        const Index e = ix(layer.phy2log[s].value());
+        const double share = layer.replica_share.empty() ? 1.0 / counts[e] : layer.replica_share[s];
+        out[s / per_gpu] += loads[e] * share;
+    }
+    return out;
+}
+
+LayerBalance measure_balance(const LayerPlacement& layer, std::span<const double> loads,
+                             std::int32_t num_gpus) {
+    const auto per_gpu = gpu_loads(layer, loads, num_gpus);
+    const double total = std::accumulate(loads.begin(), loads.end(), 0.0);
+    const auto slots = static_cast<std::int32_t>(layer.phy2log.size()) / num_gpus;
+    return {.max_gpu_load = *std::max_element(per_gpu.begin(), per_gpu.end()),
+            .mean_gpu_load = total / num_gpus,
+            .lower_bound = max_load_lower_bound(loads, num_gpus, slots)};
+}
+
+double max_load_lower_bound(std::span<const double> loads, std::int32_t num_gpus,
+                            std::int32_t slots_per_gpu) {
+    return eplb_detail::max_load_lower_bound_flat(loads, num_gpus, slots_per_gpu);
+}
+
+}  // namespace deepinfer
