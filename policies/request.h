@@ -38,9 +38,15 @@ struct Request {
     std::int32_t max_new_tokens = 1;
     /// Conversation/agent session the request belongs to (0 = none); the router uses it for affinity.
     std::uint64_t session_id = 0;
+    /// Leading prompt tokens whose KV already exists on this instance when the request arrives because
+    /// another instance computed it and handed it over (P/D disaggregation: a decode instance gets the
+    /// prompt's KV from a prefill instance). The scheduler starts the request at this position.
+    /// 0 = none; at most prompt_len() - 1 (the last known token is always computed here).
+    std::int32_t num_handed_over_tokens = 0;
 
     std::int32_t prompt_len() const {
-        return prompt_token_ids.empty() ? prompt_len_tokens : static_cast<std::int32_t>(prompt_token_ids.size());
+        return prompt_token_ids.empty() ? prompt_len_tokens
+                                        : static_cast<std::int32_t>(prompt_token_ids.size());
     }
 };
 

@@ -26,9 +26,10 @@ SimpleSchedulerConfig simple_scheduler_config_from_json(const JsonReader& r) {
     SimpleSchedulerConfig c;
     c.max_num_batched_tokens = static_cast<std::int32_t>(
         r.get_int_or("max_num_batched_tokens", c.max_num_batched_tokens, NumRange::between(1, 1 << 30)));
-    c.max_num_seqs = static_cast<std::int32_t>(r.get_int_or("max_num_seqs", c.max_num_seqs, NumRange::between(1, 1 << 20)));
-    c.max_model_len =
-        static_cast<std::int32_t>(r.get_int_or("max_model_len", c.max_model_len, NumRange::between(1, 1 << 30)));
+    c.max_num_seqs = static_cast<std::int32_t>(
+        r.get_int_or("max_num_seqs", c.max_num_seqs, NumRange::between(1, 1 << 20)));
+    c.max_model_len = static_cast<std::int32_t>(
+        r.get_int_or("max_model_len", c.max_model_len, NumRange::between(1, 1 << 30)));
     return c;
 }
 
@@ -39,13 +40,16 @@ SimpleScheduler::SimpleScheduler(SimpleSchedulerConfig config) : config_(config)
 void SimpleScheduler::add_request(Request request) {
     const std::int32_t prompt = request.prompt_len();
     auto reject = [&](std::string why) {
-        rejected_.push_back(FinishedRequest{.request = request.id, .reason = FinishReason::kRejected,
-                                            .detail = std::move(why), .num_prompt_tokens = prompt});
+        rejected_.push_back(FinishedRequest{.request = request.id,
+                                            .reason = FinishReason::kRejected,
+                                            .detail = std::move(why),
+                                            .num_prompt_tokens = prompt});
     };
     if (prompt <= 0) return reject("empty prompt");
     if (request.max_new_tokens <= 0) return reject("max_new_tokens must be positive");
     if (static_cast<std::int64_t>(prompt) + request.max_new_tokens > config_.max_model_len)
-        return reject("prompt + max_new_tokens exceeds max_model_len " + std::to_string(config_.max_model_len));
+        return reject("prompt + max_new_tokens exceeds max_model_len " +
+                      std::to_string(config_.max_model_len));
     waiting_.emplace(std::make_pair(request.priority, next_arrival_++), std::move(request));
 }
 
@@ -81,7 +85,8 @@ StepPlan SimpleScheduler::schedule(double /*now_s*/) {
     auto active = static_cast<std::int32_t>(
         std::count_if(running_.begin(), running_.end(), [](const Seq& s) { return !s.finished; }));
     while (!waiting_.empty()) {
-        if (active >= config_.max_num_seqs || static_cast<std::int32_t>(plan.seqs.size()) >= config_.max_num_seqs) {
+        if (active >= config_.max_num_seqs ||
+            static_cast<std::int32_t>(plan.seqs.size()) >= config_.max_num_seqs) {
             plan.stats.num_blocked_by_seq_cap = static_cast<std::int32_t>(waiting_.size());
             break;
         }
@@ -91,6 +96,9 @@ StepPlan SimpleScheduler::schedule(double /*now_s*/) {
         }
         auto node = waiting_.extract(waiting_.begin());
         running_.push_back(Seq{.request = std::move(node.mapped())});
+        // KV handed over by another instance (P/D disaggregation) is not recomputed.
+        running_.back().num_computed_tokens = std::clamp(running_.back().request.num_handed_over_tokens, 0,
+                                                         running_.back().request.prompt_len() - 1);
         ++active;
         budget -= schedule_seq(running_.back(), budget, plan);
     }
@@ -115,12 +123,21 @@ CommitResult SimpleScheduler::commit(const StepPlan& plan, const StepOutcome& ou
     DI_CHECK(outcome.seqs.size() == plan.seqs.size(),
              "outcome has " << outcome.seqs.size() << " sequences, plan " << plan.seqs.size());
     CommitResult result;
+    // NOTE: plans list running sequences in running_ order, so the search resumes after the previous
+    // match (linear per commit instead of quadratic for large batches), wrapping around once.
+    auto cursor = running_.begin();
     for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
         const SeqSchedule& s = plan.seqs[i];
         const SeqOutcome& o = outcome.seqs[i];
         DI_CHECK(o.request == s.request, "outcome order differs from plan order at " << i);
-        auto it = std::find_if(running_.begin(), running_.end(), [&](const Seq& q) { return q.request.id == s.request; });
+        auto match = [&](const Seq& q) { return q.request.id == s.request; };
+        auto it = std::find_if(cursor, running_.end(), match);
+        if (it == running_.end()) {
+            it = std::find_if(running_.begin(), cursor, match);
+            if (it == cursor) it = running_.end();
+        }
         DI_CHECK(it != running_.end(), "commit for unknown request " << s.request);
+        cursor = std::next(it);
         Seq& seq = *it;
         seq.num_inflight_tokens -= s.num_new_tokens;
         seq.num_inflight_samples -= s.samples ? 1 : 0;
@@ -128,7 +145,8 @@ CommitResult SimpleScheduler::commit(const StepPlan& plan, const StepOutcome& ou
         if (seq.finished) continue;  // a placeholder step scheduled before the request finished
         seq.num_computed_tokens += s.num_new_tokens;
         if (!s.samples) {
-            result.progress.push_back({.request = seq.request.id, .num_output_tokens = seq.num_output_tokens});
+            result.progress.push_back(
+                {.request = seq.request.id, .num_output_tokens = seq.num_output_tokens});
             continue;
         }
         const std::int32_t room = seq.request.max_new_tokens - seq.num_output_tokens;
@@ -164,7 +182,8 @@ std::vector<FinishedRequest> SimpleScheduler::take_rejected() {
 
 bool SimpleScheduler::has_unfinished() const {
     if (!waiting_.empty()) return true;
-    return std::any_of(running_.begin(), running_.end(), [](const Seq& s) { return !s.finished || s.num_inflight_steps > 0; });
+    return std::any_of(running_.begin(), running_.end(),
+                       [](const Seq& s) { return !s.finished || s.num_inflight_steps > 0; });
 }
 
 }  // namespace deepinfer
