@@ -1,7 +1,9 @@
-// `deepinfer generate`: generates tokens with a V4 checkpoint on the CPU reference executor and
-// prints them as JSON; --dump-logits writes prompt_logits [S, V] and step_logits [N, V] (float32).
+// `deepinfer generate`: generates tokens with a V4 checkpoint on the CPU reference executor (full
+// Scheduler, optional MTP speculation with a DSpark verify policy) and prints them as JSON;
+// --dump-logits writes prompt_logits [S, V] and step_logits [N, V] (float32).
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -38,10 +40,19 @@ std::vector<std::int32_t> parse_ids(const std::string& text, const std::string& 
     return ids;
 }
 
+VerifyPolicyKind parse_verify_policy(const std::string& v) {
+    if (v == "fixed") return VerifyPolicyKind::kFixed;
+    if (v == "threshold") return VerifyPolicyKind::kThreshold;
+    if (v == "dynamic") return VerifyPolicyKind::kDynamic;
+    throw InputError("--verify-policy", "expected fixed, threshold or dynamic, got \"" + v + "\"");
+}
+
+constexpr const char* kDefaultCostProfile = "profiles/h200-roofline";
+
 }  // namespace
 
 int run_generate(const Args& args) {
-    std::string model_dir, prompt_ids, stop_ids, dump;
+    std::string model_dir, prompt_ids, stop_ids, dump, verify_policy, cost_profile;
     cpu::SamplingParams sp;
     cpu::LLMConfig config;
     std::uint64_t seed = 0;
@@ -59,8 +70,20 @@ int run_generate(const Args& args) {
         "ignore-eos", po::bool_switch(&sp.ignore_eos), "do not stop at the model's eos_token_id")(
         "max-num-batched-tokens", po::value(&config.max_num_batched_tokens)->default_value(512),
         "scheduler token budget per step (prompt chunk length)")(
+        "max-num-seqs", po::value(&config.max_num_seqs)->default_value(16), "most sequences per step")(
+        "kv-cache-gib", po::value<double>()->default_value(1.0),
+        "KV memory the scheduler's block pool accounts (GiB, fp32 caches of this model)")(
         "num-speculative-tokens", po::value(&config.num_speculative_tokens)->default_value(0),
-        "MTP drafts per step (needs MTP weights and a scheduler that drafts)")(
+        "MTP drafts proposed per step, 0..7 (0 = no speculation; > 0 needs MTP weights)")(
+        "verify-policy", po::value(&verify_policy)->default_value("fixed"),
+        "how many drafts each step verifies: fixed (all), threshold (cumulative MTP confidence >= "
+        "--verify-threshold) or dynamic (DSpark: most expected tokens per second of predicted step time "
+        "on the --cost-profile curves; falls back to fixed, with a note on stderr, when the profile "
+        "cannot be found)")("verify-threshold", po::value(&config.verify_threshold)->default_value(0.5),
+                            "threshold of --verify-policy threshold, in [0, 1]")(
+        "cost-profile", po::value(&cost_profile),
+        "profile directory of the dynamic verify policy's cost model (default profiles/h200-roofline "
+        "relative to the working directory: H200 roofline times, not the CPU's)")(
         "dump-logits", po::value(&dump),
         "write prompt_logits [S, V] and step_logits [N, V] (float32) to this .safetensors");
     po::variables_map vm;
@@ -86,7 +109,23 @@ int run_generate(const Args& args) {
     sp.seed = seed;
     sp.return_logits = !dump.empty();
     config.model = model_dir;
+    config.kv_cache_bytes = vm["kv-cache-gib"].as<double>() * 1024.0 * 1024.0 * 1024.0;
+    if (!(config.kv_cache_bytes > 0))
+        throw InputError("--kv-cache-gib", "expected a positive number, got " +
+                                               std::to_string(vm["kv-cache-gib"].as<double>()));
+    config.verify_policy = parse_verify_policy(verify_policy);
+    if (!(config.verify_threshold >= 0 && config.verify_threshold <= 1))
+        throw InputError("--verify-threshold",
+                         "expected a number in [0, 1], got " + std::to_string(config.verify_threshold));
+    if (config.num_speculative_tokens > 0 && config.verify_policy == VerifyPolicyKind::kDynamic) {
+        // An explicit --cost-profile must load; the default is used only where it exists.
+        if (!cost_profile.empty())
+            config.cost_profile_dir = cost_profile;
+        else if (std::filesystem::is_directory(kDefaultCostProfile))
+            config.cost_profile_dir = kDefaultCostProfile;
+    }
     cpu::LLM llm(config);
+    for (const std::string& note : llm.notes()) std::cerr << "note: " << note << "\n";
     const cpu::RequestOutput out = llm.generate({prompt}, sp).at(0);
     if (out.finish_reason == "rejected")
         throw InputError("--prompt-ids", "the request was rejected by the scheduler");
@@ -102,6 +141,13 @@ int run_generate(const Args& args) {
     nlohmann::json j = {{"prompt_token_ids", out.prompt_token_ids},
                         {"token_ids", out.token_ids},
                         {"finish_reason", out.finish_reason}};
+    if (config.num_speculative_tokens > 0) {
+        j["verify_policy"] = std::string(name(llm.verify_policy()));
+        if (llm.verify_policy() == VerifyPolicyKind::kDynamic) j["cost_profile"] = config.cost_profile_dir;
+        j["num_drafts_proposed"] = out.num_drafts_proposed;
+        j["num_drafts_verified"] = out.num_drafts_verified;
+        j["num_drafts_accepted"] = out.num_drafts_accepted;
+    }
     std::cout << j.dump() << "\n";
     return 0;
 }

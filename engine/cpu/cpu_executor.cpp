@@ -104,6 +104,12 @@ SeqOutcome CpuExecutor::run_seq(const SeqSchedule& s) {
     const std::int64_t c = s.num_computed_tokens, n = s.num_new_tokens, k = s.num_verify_tokens;
     DI_CHECK(n >= 1 && k >= 0 && k < n,
              "request " << s.request << ": num_new_tokens=" << n << " num_verify_tokens=" << k);
+    if (s.is_new && c > 0 && q.cache.length == 0)
+        throw ConfigError("CpuExecutor", "/prefix_cache/enabled",
+                          "false (the CPU reference keeps one private cache per sequence and cannot "
+                          "resume from another sequence's blocks)",
+                          "a plan that starts request " + std::to_string(s.request.value()) + " at token " +
+                              std::to_string(c));
     // The plan's num_computed_tokens is the truth: roll back (or restart) to it.
     if (q.cache.length > c) {
         if (c == 0)
@@ -122,6 +128,7 @@ SeqOutcome CpuExecutor::run_seq(const SeqSchedule& s) {
     DI_CHECK(k <= static_cast<std::int64_t>(q.drafts.size()),
              "request " << s.request << ": verifying " << k << " drafts, " << q.drafts.size() << " proposed");
     input.insert(input.end(), q.drafts.begin(), q.drafts.begin() + k);
+    q.record.num_drafts_verified += k;
 
     const auto prompt_len = static_cast<std::int64_t>(q.record.prompt.size());
     const bool prompt_rows = q.sampling.return_logits && c < prompt_len;

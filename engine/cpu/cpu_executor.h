@@ -31,9 +31,18 @@ struct SequenceRecord {
     std::vector<float> prompt_logits;
     std::vector<float> step_logits;
     std::int64_t num_drafts_proposed = 0;
+    /// Drafts the plans asked to verify (SeqSchedule::num_verify_tokens summed).
+    std::int64_t num_drafts_verified = 0;
     std::int64_t num_drafts_accepted = 0;
 };
 
+/// Draft confidences: with num_drafts_to_propose > 0 a sampling step reports, next to each MTP
+/// draft (SeqOutcome::draft_token_ids), SeqOutcome::draft_confidences[i] = the MTP head's softmax
+/// probability of draft i given the drafts before it. That is the estimate DSpark's verify policies
+/// use for "draft i is accepted if drafts 0..i-1 were": exact for greedy acceptance only if the MTP
+/// head predicts the main model's argmax as well as it predicts the data (a jointly trained head is
+/// roughly calibrated; the random MTP weights of the tests are not), and never read by the executor
+/// itself.
 class CpuExecutor final : public engine::Executor {
 public:
     CpuExecutor(std::shared_ptr<const V4Model> model, CpuExecutorConfig config = {});

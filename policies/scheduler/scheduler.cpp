@@ -67,14 +67,19 @@ void Scheduler::compact_running() {
 void Scheduler::choose_verify_lengths(std::int32_t budget) {
     candidates_.clear();
     candidate_slots_.clear();
-    std::int32_t num_decode = 0;
+    VerifyContext ctx{.num_running = num_running_, .token_budget = budget};
     for (std::uint32_t slot : running_) {
         Seq& seq = slots_[slot];
         seq.verify_choice = 0;
         if (seq.state != State::kRunning || seq.num_inflight_samples > 0) continue;
         const std::int32_t known = seq.request.prompt_len() + seq.num_output;
-        if (seq.num_computed + seq.num_inflight_tokens != known - 1) continue;
-        ++num_decode;
+        const std::int32_t next = seq.num_computed + seq.num_inflight_tokens;
+        if (next != known - 1) {
+            note_prefill_chunk(seq, next, known, budget, ctx);
+            continue;
+        }
+        ++ctx.num_decode_seqs;
+        ctx.decode_context_tokens += next;
         if (seq.num_drafts_ready == 0) continue;
         const std::int32_t max_verify =
             std::min(seq.num_drafts_ready, seq.request.max_new_tokens - seq.num_output - 1);
@@ -87,16 +92,43 @@ void Scheduler::choose_verify_lengths(std::int32_t budget) {
         candidate_slots_.push_back(slot);
     }
     if (candidates_.empty()) return;
+    note_waiting_admissible(budget, ctx);
     verify_out_.assign(candidates_.size(), 0);
-    verify_->choose(
-        VerifyContext{.num_running = num_running_, .token_budget = budget, .num_decode_seqs = num_decode},
-        candidates_, verify_out_);
+    verify_->choose(ctx, candidates_, verify_out_);
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
         const std::int32_t k = verify_out_[i];
         DI_CHECK(k >= 0 && k <= candidates_[i].max_verify,
                  "verify policy chose " << k << " for request " << candidates_[i].request << ", max "
                                         << candidates_[i].max_verify);
         slots_[candidate_slots_[i]].verify_choice = k;
+    }
+}
+
+void Scheduler::note_prefill_chunk(const Seq& seq, std::int32_t next, std::int32_t known, std::int32_t budget,
+                                   VerifyContext& ctx) const {
+    if (seq.num_output >= seq.request.max_new_tokens) return;
+    const std::int32_t remaining = known - next;
+    if (remaining <= 0) return;
+    const std::int64_t n = std::min(remaining, budget);
+    ++ctx.num_prefill_seqs;
+    ctx.num_prefill_tokens += n;
+    // Positions next .. next + n - 1.
+    ctx.prefill_context_tokens += static_cast<double>(n) * next + static_cast<double>(n) * (n - 1) / 2.0;
+    if (n == remaining) ++ctx.num_prefill_samples;
+}
+
+void Scheduler::note_waiting_admissible(std::int32_t budget, VerifyContext& ctx) const {
+    // Bounded scan: stops once the free sequence slots or the budget are used up.
+    std::int32_t slots_left = config_.max_num_seqs - num_running_;
+    for (const auto& [key, slot] : waiting_) {
+        if (slots_left <= 0 || ctx.num_waiting_admissible_tokens >= budget) break;
+        const Seq& seq = slots_[slot];
+        const std::int32_t known = seq.request.prompt_len() + seq.num_output;
+        const std::int32_t handed =
+            seq.handoff_used ? 0 : std::clamp(seq.request.num_handed_over_tokens, 0, known - 1);
+        ++ctx.num_waiting_admissible;
+        ctx.num_waiting_admissible_tokens += std::max(1, known - std::max(seq.num_computed, handed));
+        --slots_left;
     }
 }
 

@@ -123,6 +123,11 @@ private:
 
     std::int32_t blocks_for(std::int64_t tokens) const;
     void choose_verify_lengths(std::int32_t budget);
+    /// Adds a running sequence's next prompt chunk to the verify context's view of the step.
+    void note_prefill_chunk(const Seq& seq, std::int32_t next, std::int32_t known, std::int32_t budget,
+                            VerifyContext& ctx) const;
+    /// Adds the waiting requests the step could admit to the verify context.
+    void note_waiting_admissible(std::int32_t budget, VerifyContext& ctx) const;
     void schedule_running(StepPlan& plan, PassState& pass);
     Fit schedule_running_seq(std::size_t pos, StepPlan& plan, PassState& pass);
     Victims preempt_for(std::size_t pos, std::int32_t need, StepPlan& plan, PassState& pass);

@@ -1,6 +1,6 @@
 // VerifyLengthPolicy: the hook through which the scheduler asks how many of each sequence's draft
-// tokens to verify in the next step (speculative decoding). DSpark's dynamic policy implements it
-// (policies/dspark/); VerifyAllDrafts is the fixed default.
+// tokens to verify in the next step (speculative decoding). DSpark's policies implement it through
+// DsparkVerifyAdapter (policies/dspark/dspark_verify_adapter.h); VerifyAllDrafts is the default.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,30 @@ struct VerifyContext {
     /// Running sequences whose next step is a decode (the candidates among them); each computes at
     /// least one token besides any verified drafts.
     std::int32_t num_decode_seqs = 0;
+
+    // The step's other work as far as it is known when verify lengths are chosen (before the
+    // running sequences are planned and before any waiting request is admitted). Filled by the
+    // Scheduler; a policy that ignores them behaves as before.
+
+    /// Σ over the decode sequences of the position of the token each computes (its context), tokens.
+    std::int64_t decode_context_tokens = 0;
+    /// Running sequences mid-prompt (chunked prefill, replay, recompute after preemption) that the
+    /// step would continue, and the tokens their next chunks hold (each chunk capped at the budget,
+    /// the sum not capped: the Scheduler serves running sequences in admission order until the
+    /// budget runs out).
+    std::int32_t num_prefill_seqs = 0;
+    std::int64_t num_prefill_tokens = 0;
+    /// Σ over those chunk tokens of their positions (tokens): their mean context is this divided by
+    /// num_prefill_tokens.
+    double prefill_context_tokens = 0;
+    /// Of num_prefill_seqs: chunks that reach the last known token and sample.
+    std::int32_t num_prefill_samples = 0;
+    /// Waiting requests the step could admit after the running ones, in admission order, counted
+    /// until the free sequence slots or the token budget run out, and the tokens they still have to
+    /// compute (prompt, plus outputs for a preempted request). Prefix-cache hits are not subtracted
+    /// (matching them is the admission's job), so this is an upper bound.
+    std::int32_t num_waiting_admissible = 0;
+    std::int64_t num_waiting_admissible_tokens = 0;
 };
 
 class VerifyLengthPolicy {

@@ -30,6 +30,9 @@ public:
     std::function<ScriptedSeq(const StepPlan&, const SeqSchedule&)> script;
     /// Expert load reported with each step (empty by default).
     std::function<ExpertLoadSample(const StepPlan&)> expert_load;
+    /// Confidences of the drafts a sampling sequence proposes (asked only when the plan asks for
+    /// drafts; cut to num_drafts_to_propose). Unset: no confidences are reported.
+    std::function<std::vector<float>(const StepPlan&, const SeqSchedule&)> draft_confidences;
     engine::ExecutorCaps capabilities{};
 
     std::string name() const override { return "fake"; }
@@ -44,7 +47,8 @@ public:
 
     StepOutcome wait(engine::StepTicket ticket) override {
         log.push_back("wait " + std::to_string(ticket.id));
-        DI_CHECK(!pending_.empty() && pending_.front().step_id == ticket.id, "FakeExecutor: wait out of order");
+        DI_CHECK(!pending_.empty() && pending_.front().step_id == ticket.id,
+                 "FakeExecutor: wait out of order");
         const StepPlan plan = std::move(pending_.front());
         pending_.pop_front();
         StepOutcome out;
@@ -60,6 +64,11 @@ public:
                 o.num_sampled = o.num_accepted_drafts + 1;
                 o.token_ids.assign(static_cast<std::size_t>(o.num_sampled), sc.token_id);
                 o.hit_stop = sc.hit_stop;
+                if (draft_confidences && s.num_drafts_to_propose > 0 && !o.hit_stop) {
+                    o.draft_confidences = draft_confidences(plan, s);
+                    if (o.draft_confidences.size() > static_cast<std::size_t>(s.num_drafts_to_propose))
+                        o.draft_confidences.resize(static_cast<std::size_t>(s.num_drafts_to_propose));
+                }
             }
             out.seqs.push_back(std::move(o));
         }
