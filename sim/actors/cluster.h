@@ -1,0 +1,103 @@
+// The cluster's actors: the frontend (workload + router), one actor per instance running the
+// engine/core Instance loop, and one KV-handoff actor per prefill instance.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "engine/core/instance.h"
+#include "policies/cost/cost_model.h"
+#include "sim/config/sim_config.h"
+#include "sim/outcome_model/outcome_models.h"
+#include "sim/outcome_model/routing_model.h"
+#include "sim/platform/platform.h"
+#include "sim/report/metrics.h"
+#include "sim/sg_compat.h"
+#include "sim/sim_clock.h"
+#include "sim/sim_executor.h"
+#include "sim/workload/workload.h"
+
+namespace deepinfer::sim {
+
+class Cluster {
+public:
+    Cluster(const SimConfig& config, const Platform& platform, const CostModel& cost, Workload& workload,
+            Rng rng, RunMetrics& metrics, bool record_timeline, bool progress, sg::ActorErrors& errors);
+    /// Creates every actor (call before Engine::run).
+    void start();
+    /// Marks requests still in flight as unfinished (after Engine::run).
+    void finish();
+
+private:
+    struct Node {
+        std::string name;
+        InstanceRole role = InstanceRole::kPrefill;
+        std::int32_t index = 0;
+        std::int32_t pid = 0;
+        DomainHosts hosts;
+        std::unique_ptr<EpLoadModel> ep;
+        std::unique_ptr<StepScheduler> scheduler;
+        std::unique_ptr<ExpertBalancer> balancer;
+        std::unique_ptr<SimExecutor> executor;
+        std::unique_ptr<engine::Instance> instance;
+        std::deque<Request> inbox;
+        sg::sg4::ActorPtr actor;
+        bool idle = false;
+        /// Prompt tokens (prefill) or sequences (decode) routed here and not yet finished.
+        double outstanding = 0;
+        // KV handoff queue (prefill nodes).
+        std::deque<RequestId> outbox;
+        sg::sg4::ActorPtr transfer_actor;
+        bool transfer_idle = false;
+    };
+    struct TurnLater {
+        bool operator()(const SimRequest& a, const SimRequest& b) const {
+            return a.arrival_s != b.arrival_s ? a.arrival_s > b.arrival_s : a.id > b.id;
+        }
+    };
+
+    std::unique_ptr<Node> make_node(InstanceRole role, std::int32_t index, const DomainHosts& hosts);
+    void frontend_loop();
+    void instance_loop(Node& node);
+    void transfer_loop(Node& node);
+    void dispatch(SimRequest r);
+    void on_prefill_finished(Node& node, const FinishedRequest& f, double now);
+    void on_decode_finished(Node& node, const FinishedRequest& f, double now);
+    void complete(RequestRecord& rec, double now);
+    void on_step(Node& node, const StepRecord& s);
+    void wake(Node& node);
+    void wake_transfer(Node& node);
+    void wake_all();
+    /// Error path: every actor leaves its loop at its next check.
+    void abort_all();
+    void progress_tick();
+    RequestRecord& record(RequestId id);
+
+    const SimConfig& config_;
+    const Platform& platform_;
+    const CostModel& cost_;
+    Workload& workload_;
+    Rng rng_;
+    RunMetrics& metrics_;
+    bool record_timeline_;
+    bool progress_;
+    sg::ActorErrors& errors_;
+    SimClock clock_;
+    RoutingModel routing_;
+    FixedRateAcceptance acceptance_;
+    std::vector<std::unique_ptr<Node>> prefill_;
+    std::vector<std::unique_ptr<Node>> decode_;
+    std::priority_queue<SimRequest, std::vector<SimRequest>, TurnLater> turns_;
+    std::int64_t outstanding_ = 0;
+    bool done_ = false;
+    bool stop_ = false;
+    sg::sg4::MutexPtr mutex_;
+    sg::sg4::ConditionVariablePtr cv_;
+    double wall_start_ = 0;
+    double last_progress_s_ = -1;
+};
+
+}  // namespace deepinfer::sim

@@ -1,0 +1,199 @@
+// The simulation's configuration: deployment (platform + instances), workload, outcome models, faults.
+// Read strictly from JSON (unknown keys are errors naming file and field); defaults documented here.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policies/common/json_reader.h"
+#include "policies/cost/cost_model.h"
+#include "policies/request.h"
+#include "policies/scheduler/simple_scheduler.h"
+
+namespace deepinfer::sim {
+
+/// Scale-up (NVLink-class) domain: every GPU has one port of `bandwidth` to a non-blocking switch.
+struct ScaleUpConfig {
+    double bandwidth_bytes_per_s = 900e9;
+    double latency_s = 1e-6;
+};
+
+/// Scale-out network: one NIC per GPU into a leaf per server/supernode, leaves into a spine.
+struct ScaleOutConfig {
+    double nic_bandwidth_bytes_per_s = 50e9;  // 400 Gb/s
+    double latency_s = 5e-6;
+    double spine_bandwidth_bytes_per_s = 12.8e12;
+};
+
+/// CPU host memory of one server, reachable from its GPUs over PCIe.
+struct HostMemoryConfig {
+    double capacity_bytes = 2e12;
+    double bandwidth_bytes_per_s = 64e9;
+};
+
+/// Distributed KV store cluster (3FS-like): nodes with NICs, erasure-coded blocks, TTL per class.
+struct KvStoreConfig {
+    std::int32_t num_nodes = 12;
+    double node_bandwidth_bytes_per_s = 50e9;
+    double capacity_bytes = 100e12;
+    std::int32_t ec_data = 10;
+    std::int32_t ec_parity = 2;
+    /// Time-to-live of stored prefix blocks per traffic class, seconds (chat, agent).
+    double ttl_s[kNumTrafficClasses] = {7 * 86400.0, 3 * 86400.0};
+    /// Bytes written per logical byte: (data + parity) / data.
+    double write_amplification() const { return static_cast<double>(ec_data + ec_parity) / ec_data; }
+};
+
+struct PlatformConfig {
+    std::int32_t gpus_per_prefill_server = 8;
+    ScaleUpConfig scale_up;
+    ScaleOutConfig scale_out;
+    HostMemoryConfig host_memory;
+    KvStoreConfig kv_store;
+};
+
+enum class InstanceRole : std::uint8_t { kPrefill = 0, kDecode = 1 };
+
+/// A group of identical instances (all prefill or all decode).
+struct InstanceGroupConfig {
+    InstanceRole role = InstanceRole::kPrefill;
+    std::int32_t num_instances = 1;
+    std::int32_t gpus_per_instance = 8;
+    /// Expert-parallel width; attention is data-parallel over the same GPUs. Must divide the experts
+    /// and equal gpus_per_instance.
+    std::int32_t ep_size = 8;
+    std::int32_t redundant_experts_per_gpu = 0;
+    /// "simple" now; "full" once the policies/scheduler Scheduler lands (issue #3).
+    std::string scheduler = "simple";
+    SimpleSchedulerConfig scheduler_config;
+    /// "none" (static placement) or "window" (the policies/eplb WindowBalancer).
+    std::string eplb = "none";
+    /// WindowBalancer: steps of load history per decision and steps between re-placements.
+    std::int32_t eplb_window_steps = 1000;
+    std::int32_t eplb_period_steps = 10000;
+};
+
+/// Skewed, drifting expert popularity (V4 routing statistics are not public: these are assumptions).
+struct RoutingModelConfig {
+    /// Zipf exponent of expert popularity within a layer (0 = uniform).
+    double zipf_exponent = 0.3;
+    /// Every `drift_interval_s` the log-popularity of each expert takes a mean-reverting step
+    /// (Ornstein-Uhlenbeck): w <- base + reversion * (w - base) + N(0, drift_sigma). The stationary
+    /// spread around the Zipf base is drift_sigma / sqrt(1 - reversion^2).
+    double drift_interval_s = 30.0;
+    double drift_sigma = 0.1;
+    double drift_reversion = 0.9;
+};
+
+/// Draft acceptance (used once the scheduler verifies drafts; SimpleScheduler verifies none).
+struct AcceptanceConfig {
+    double fixed_rate = 0.7;
+};
+
+enum class ArrivalProcess : std::uint8_t { kPoisson = 0, kBursty = 1, kDiurnal = 2 };
+
+/// Lognormal token-length distribution, clipped to [min, max].
+struct LengthDist {
+    double median = 1000;
+    double sigma = 1.0;
+    std::int32_t min = 1;
+    std::int32_t max = 131072;
+};
+
+/// One traffic stream. Chat: independent requests. Agent: sessions whose every turn resends the whole
+/// history (shared prefix + previous turns + outputs + tool results).
+struct TrafficConfig {
+    TrafficClass traffic_class = TrafficClass::kChat;
+    /// Requests (chat) or sessions (agent) per second, averaged.
+    double rate_per_s = 1.0;
+    ArrivalProcess arrival = ArrivalProcess::kPoisson;
+    /// Bursty: rate multiplier while in a burst, fraction of time in bursts, mean burst length.
+    double burst_factor = 4.0;
+    double burst_fraction = 0.1;
+    double burst_mean_s = 10.0;
+    /// Diurnal: rate(t) = rate * (1 + amplitude * sin(2 pi t / period)).
+    double diurnal_amplitude = 0.5;
+    double diurnal_period_s = 86400.0;
+    /// Shared prefixes (system prompt + tool definitions): how many distinct ones, and their length.
+    std::int32_t num_shared_prefixes = 8;
+    LengthDist shared_prefix{.median = 2000, .sigma = 0.3, .min = 128, .max = 32768};
+    /// Chat: the user prompt after the prefix. Agent: the first user message.
+    LengthDist prompt{.median = 1000, .sigma = 1.0, .min = 16, .max = 65536};
+    LengthDist output{.median = 400, .sigma = 0.8, .min = 1, .max = 8192};
+    /// Agent only: turns per session (geometric with this mean), tool-result tokens appended per
+    /// turn, tool execution time between turns (exponential, mean).
+    double mean_turns = 8.0;
+    LengthDist tool_result{.median = 800, .sigma = 1.0, .min = 16, .max = 32768};
+    double tool_time_mean_s = 3.0;
+    /// Agent only: a session ends when its context would exceed this.
+    std::int32_t max_context_tokens = 131072;
+};
+
+struct WorkloadConfig {
+    /// Arrivals are generated during [0, duration_s); the run then drains in-flight work.
+    double duration_s = 900.0;
+    /// Metrics count requests arriving and steps ending after warmup_s.
+    double warmup_s = 60.0;
+    /// Upper bound on the drain after duration_s (requests still unfinished are reported).
+    double drain_limit_s = 600.0;
+    std::vector<TrafficConfig> traffic;
+    /// JSONL trace (sim/workload/TRACE_FORMAT.md) replayed instead of `traffic` when set.
+    std::string trace_file;
+};
+
+enum class FaultKind : std::uint8_t { kGpu = 0, kLink = 1, kStoreNode = 2 };
+
+struct FaultConfig {
+    FaultKind kind = FaultKind::kGpu;
+    double at_s = 0.0;
+    /// Prefill/decode instance group and index for a GPU fault; ignored for others.
+    InstanceRole role = InstanceRole::kPrefill;
+    std::int32_t instance = 0;
+    std::int32_t gpu = 0;
+    /// Recovery time of the failed component, seconds.
+    double repair_s = 60.0;
+};
+
+struct OutputConfig {
+    bool per_request_csv = true;
+    /// Cap on timeline events written with --timeline.
+    std::int64_t timeline_max_events = 200000;
+};
+
+struct SimConfig {
+    /// Where the config came from (for error messages); set by the reader.
+    std::string file;
+    std::string name = "unnamed";
+    std::uint64_t seed = 1;
+    /// Profile folder; a relative path is resolved against the config file's folder.
+    std::string profile = "../../profiles/b200-roofline";
+    ModelShape model = ModelShape::v4_flash();
+    PlatformConfig platform;
+    InstanceGroupConfig prefill{.role = InstanceRole::kPrefill};
+    InstanceGroupConfig decode{.role = InstanceRole::kDecode,
+                               .num_instances = 1,
+                               .gpus_per_instance = 64,
+                               .ep_size = 64,
+                               .redundant_experts_per_gpu = 1};
+    RoutingModelConfig routing;
+    AcceptanceConfig acceptance;
+    WorkloadConfig workload;
+    std::vector<FaultConfig> faults;
+    OutputConfig output;
+};
+
+/// Reads a config document; every error is a ConfigError naming the file and JSON pointer.
+SimConfig sim_config_from_json(const JsonReader& r);
+/// The config with every default resolved (what effective_config.json holds).
+nlohmann::json sim_config_to_json(const SimConfig& c);
+/// Reads `path`, applies `--set` overrides, then validates.
+SimConfig load_sim_config(const std::string& path, const std::vector<std::string>& overrides);
+
+std::string_view name(InstanceRole r);
+std::string_view name(ArrivalProcess p);
+std::string_view name(FaultKind k);
+
+}  // namespace deepinfer::sim

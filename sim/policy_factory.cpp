@@ -1,0 +1,25 @@
+// Policy factory: the real policies, never sim-specific forks.
+#include "sim/policy_factory.h"
+
+#include "policies/eplb/window_balancer.h"
+#include "policies/scheduler/simple_scheduler.h"
+
+namespace deepinfer::sim {
+
+std::unique_ptr<StepScheduler> make_scheduler(const InstanceGroupConfig& group) {
+    // TODO(#3): "full" -> the Scheduler with KV block pool, prefix cache and router.
+    return std::make_unique<SimpleScheduler>(group.scheduler_config);
+}
+
+std::unique_ptr<ExpertBalancer> make_balancer(const InstanceGroupConfig& group,
+                                              const ExpertPlacement& initial) {
+    if (group.eplb != "window") return nullptr;
+    BalancerConfig c;
+    c.window_steps = group.eplb_window_steps;
+    c.period_steps = group.eplb_period_steps;
+    c.placement.num_gpus = group.ep_size;
+    c.placement.redundant_per_gpu = group.redundant_experts_per_gpu;
+    return std::make_unique<WindowBalancer>(c, initial);
+}
+
+}  // namespace deepinfer::sim

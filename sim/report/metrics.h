@@ -1,0 +1,74 @@
+// What a simulation run measured, and how it is written: summary.json, the per-request CSV, the
+// Chrome/Perfetto timeline, the human summary.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/config/sim_config.h"
+#include "sim/sim_executor.h"
+#include "sim/workload/workload.h"
+
+namespace deepinfer::sim {
+
+enum class RequestStatus : std::uint8_t { kPending = 0, kCompleted, kRejected, kUnfinished };
+
+struct RequestRecord {
+    SimRequest request;
+    std::int32_t prefill_instance = -1;
+    std::int32_t decode_instance = -1;
+    double first_token_s = -1;
+    double handoff_done_s = -1;
+    double finish_s = -1;
+    std::int32_t output_tokens = 0;
+    std::int32_t retries = 0;
+    RequestStatus status = RequestStatus::kPending;
+};
+
+/// Per role (prefill / decode) totals over the measurement window.
+struct RoleMetrics {
+    std::int32_t num_gpus = 0;
+    std::int64_t num_steps = 0;
+    double window_tokens = 0;
+    double window_output_tokens = 0;
+    double imbalance_weighted = 0;
+    double imbalance_weight = 0;
+    double busy_s = 0;
+};
+
+struct TimelineEvent {
+    std::int32_t pid = 0;
+    StepRecord step;
+};
+
+struct RunMetrics {
+    double simulated_s = 0;
+    double wall_s = 0;
+    std::int64_t num_events = 0;
+    RoleMetrics prefill;
+    RoleMetrics decode;
+    std::int64_t num_handoffs = 0;
+    /// Expert re-placements applied (EPLB), all instances.
+    std::int64_t num_placements = 0;
+    double handoff_bytes = 0;
+    double handoff_time_s = 0;
+    std::vector<RequestRecord> requests;
+    std::vector<std::string> instance_names;
+    std::vector<TimelineEvent> timeline;
+    std::string profile_name;
+    std::string profile_kind;
+    std::string profile_method;
+};
+
+/// summary.json; wall-clock fields sit under "wall" (everything else is deterministic).
+nlohmann::json make_summary(const SimConfig& config, const RunMetrics& m);
+std::string make_requests_csv(const RunMetrics& m);
+nlohmann::json make_timeline(const RunMetrics& m);
+std::string make_human_summary(const nlohmann::json& summary);
+
+/// Nearest-rank percentile of `values` (sorted copy); nullopt-free: 0 for an empty list.
+double percentile(std::vector<double> values, double q);
+
+}  // namespace deepinfer::sim

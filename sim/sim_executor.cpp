@@ -1,0 +1,184 @@
+// SimExecutor implementation.
+#include "sim/sim_executor.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+#include "policies/common/check.h"
+#include "policies/cost/roofline.h"
+
+namespace deepinfer::sim {
+
+SimExecutor::SimExecutor(SimExecutorSetup setup, const CostModel& cost, EpLoadModel& ep,
+                         DraftAcceptance& acceptance, Rng rng, std::function<void(const StepRecord&)> on_step)
+    : setup_(std::move(setup)),
+      cost_(cost),
+      ep_(ep),
+      acceptance_(acceptance),
+      rng_(rng),
+      on_step_(std::move(on_step)) {
+    DI_CHECK(!setup_.gpus.empty(), setup_.name << ": an instance needs at least one GPU");
+    const std::size_t R = setup_.gpus.size();
+    rank_tokens_.resize(R);
+    rank_context_.resize(R);
+    rank_seqs_.resize(R);
+    rank_sampled_.resize(R);
+}
+
+engine::ExecutorCaps SimExecutor::caps() const {
+    return engine::ExecutorCaps{.supports_chunked_prefill = true,
+                                .max_batch_tokens = 0,
+                                .supports_mtp = true,
+                                .max_draft_tokens = 16,
+                                .supports_expert_placement = true,
+                                .reports_expert_load = setup_.report_expert_load};
+}
+
+StepShape SimExecutor::rank_shape(const StepPlan& plan, double now_s, EpStepLoad& load) {
+    const std::size_t R = setup_.gpus.size();
+    std::fill(rank_tokens_.begin(), rank_tokens_.end(), 0);
+    std::fill(rank_context_.begin(), rank_context_.end(), 0.0);
+    std::fill(rank_seqs_.begin(), rank_seqs_.end(), 0);
+    std::fill(rank_sampled_.begin(), rank_sampled_.end(), 0);
+    const bool planned_ranks =
+        std::any_of(plan.seqs.begin(), plan.seqs.end(), [](const SeqSchedule& s) { return s.dp_rank != 0; });
+    // NOTE: a scheduler that assigns no DP ranks (SimpleScheduler) gets its sequences spread over the
+    // ranks greedily by tokens (least-loaded first); the step waits for the busiest rank.
+    using Slot = std::pair<std::int64_t, std::size_t>;
+    std::priority_queue<Slot, std::vector<Slot>, std::greater<>> least;
+    if (!planned_ranks)
+        for (std::size_t r = 0; r < R; ++r) least.emplace(0, r);
+    std::int64_t total_tokens = 0;
+    for (const SeqSchedule& s : plan.seqs) {
+        std::size_t r = 0;
+        if (planned_ranks) {
+            r = static_cast<std::size_t>(s.dp_rank) % R;
+        } else {
+            r = least.top().second;
+            least.pop();
+            least.emplace(rank_tokens_[r] + s.num_new_tokens, r);
+        }
+        rank_tokens_[r] += s.num_new_tokens;
+        rank_seqs_[r] += 1;
+        rank_sampled_[r] += s.samples ? 1 : 0;
+        rank_context_[r] +=
+            static_cast<double>(s.num_new_tokens) * (s.num_computed_tokens + (s.num_new_tokens + 1) / 2.0);
+        total_tokens += s.num_new_tokens;
+    }
+    std::size_t busiest = 0;
+    for (std::size_t r = 1; r < R; ++r)
+        if (rank_tokens_[r] > rank_tokens_[busiest] ||
+            (rank_tokens_[r] == rank_tokens_[busiest] && rank_context_[r] > rank_context_[busiest]))
+            busiest = r;
+    StepShape shape;
+    shape.num_tokens = static_cast<double>(rank_tokens_[busiest]);
+    shape.num_seqs = rank_seqs_[busiest];
+    shape.num_sampled = rank_sampled_[busiest];
+    shape.mean_context = shape.num_tokens > 0 ? rank_context_[busiest] / shape.num_tokens : 0;
+    load = ep_.step_load(static_cast<double>(total_tokens), now_s);
+    shape.moe_tokens_per_rank = load.busiest_rank_pairs;
+    shape.moe_experts_per_rank = load.busiest_rank_experts;
+    shape.ep_tokens = R > 1 ? load.busiest_rank_pairs * (1.0 - 1.0 / static_cast<double>(R)) : 0.0;
+    return shape;
+}
+
+void SimExecutor::charge_transfers(const StepPlan& plan, Pending& p) {
+    const std::size_t R = setup_.gpus.size();
+    for (const KvTransfer& t : plan.kv_transfers) {
+        const double bytes = t.num_bytes > 0 ? t.num_bytes : t.num_tokens * roofline::kv_bytes_per_token();
+        sg::sg4::Host* gpu = setup_.gpus[static_cast<std::size_t>(t.request.value()) % R];
+        auto tier_host = [&](KvTier tier) -> sg::sg4::Host* {
+            if (tier == KvTier::kStore && !setup_.store_nodes.empty())
+                return setup_
+                    .store_nodes[static_cast<std::size_t>(t.request.value()) % setup_.store_nodes.size()];
+            if (tier == KvTier::kHost && !setup_.host_memory.empty()) return setup_.host_memory.front();
+            return nullptr;
+        };
+        if (t.to == KvTier::kHbm) {  // a read the step needs before it can compute
+            if (sg::sg4::Host* src = tier_host(t.from); src != nullptr) {
+                p.reads.push_back(sg::transfer_async(src, gpu, bytes));
+                p.read_bytes += bytes;
+            }
+        } else if (sg::sg4::Host* dst = tier_host(t.to);
+                   dst != nullptr) {  // a write-back: off the critical path
+            const double amp = t.to == KvTier::kStore ? setup_.store_write_amplification : 1.0;
+            sg::transfer_async(gpu, dst, bytes * amp)->detach();
+        }
+    }
+}
+
+engine::StepTicket SimExecutor::launch(const StepPlan& plan) {
+    const double now = sg::now_s();
+    EpStepLoad load;
+    const StepShape shape = rank_shape(plan, now, load);
+    Pending p;
+    p.step_id = plan.step_id;
+    p.record.cost = cost_.step_cost(shape);
+    p.duration_s = p.record.cost.total_s();
+    p.record.num_tokens = plan.num_tokens();
+    p.record.num_seqs = static_cast<std::int32_t>(plan.seqs.size());
+    p.record.imbalance_max_mean = load.imbalance_max_mean;
+    p.seqs.reserve(plan.seqs.size());
+    for (const SeqSchedule& s : plan.seqs) {
+        p.seqs.push_back(SeqSchedule{.request = s.request,
+                                     .num_new_tokens = s.num_new_tokens,
+                                     .num_verify_tokens = s.num_verify_tokens,
+                                     .samples = s.samples});
+        p.record.num_sampled += s.samples ? 1 : 0;
+    }
+    charge_transfers(plan, p);
+    pending_.push_back(std::move(p));
+    // One step at a time per instance: a step launched while another runs starts when it ends.
+    if (pending_.size() == 1) start(pending_.front());
+    return engine::StepTicket{plan.step_id};
+}
+
+void SimExecutor::start(Pending& p) {
+    p.record.start_s = sg::now_s();
+    for (const auto& c : p.reads) c->wait();  // KV reads before compute
+    p.exec = setup_.gpus.front()->exec_async(p.duration_s * setup_.host_speed_flops);
+    p.started = true;
+}
+
+StepOutcome SimExecutor::wait(engine::StepTicket ticket) {
+    DI_CHECK(!pending_.empty() && pending_.front().step_id == ticket.id,
+             setup_.name << ": wait(" << ticket.id << ") out of launch order");
+    Pending& p = pending_.front();
+    if (!p.started) start(p);
+    p.exec->wait();
+    p.record.end_s = sg::now_s();
+    StepOutcome out;
+    out.step_id = p.step_id;
+    out.start_s = p.record.start_s;
+    out.end_s = p.record.end_s;
+    out.seqs.reserve(p.seqs.size());
+    for (const SeqSchedule& s : p.seqs) {
+        SeqOutcome o{.request = s.request};
+        if (s.samples) {
+            o.num_accepted_drafts = s.num_verify_tokens > 0 ? acceptance_.accepted(s, rng_) : 0;
+            o.num_sampled = o.num_accepted_drafts + 1;
+        }
+        out.seqs.push_back(std::move(o));
+    }
+    if (setup_.report_expert_load) {
+        // NOTE: loads are expectations, linear in tokens: reporting the sum of the last
+        // kExpertLoadEvery steps once (and empty samples in between) keeps every window average
+        // exact while the per-step cost stays O(1) on average.
+        load_tokens_ += static_cast<double>(p.record.num_tokens);
+        if (++load_steps_ >= kExpertLoadEvery) {
+            out.expert_load = ep_.expected_sample(load_tokens_);
+            load_tokens_ = 0;
+            load_steps_ = 0;
+        }
+    }
+    const StepRecord record = p.record;
+    pending_.pop_front();
+    if (!pending_.empty()) start(pending_.front());
+    if (on_step_) on_step_(record);
+    return out;
+}
+
+void SimExecutor::apply_placement(const ExpertPlacement& placement) { ep_.set_placement(placement); }
+
+}  // namespace deepinfer::sim

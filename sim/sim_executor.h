@@ -1,0 +1,90 @@
+// SimExecutor: the engine Executor inside SimGrid. launch() turns a StepPlan into time with the
+// CostModel (busiest data-parallel rank + busiest expert-parallel rank under the current placement)
+// and starts it as an Exec on the instance's lead GPU host; wait() waits on it. Outcomes come from
+// seeded models (draft acceptance, expert loads).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/core/executor.h"
+#include "policies/common/rng.h"
+#include "policies/cost/cost_model.h"
+#include "sim/outcome_model/outcome_models.h"
+#include "sim/outcome_model/routing_model.h"
+#include "sim/sg_compat.h"
+
+namespace deepinfer::sim {
+
+/// What the executor reports about every finished step (reports, timeline).
+struct StepRecord {
+    double start_s = 0;
+    double end_s = 0;
+    std::int64_t num_tokens = 0;
+    std::int32_t num_seqs = 0;
+    std::int32_t num_sampled = 0;
+    double imbalance_max_mean = 1;
+    StepCost cost;
+};
+
+struct SimExecutorSetup {
+    std::string name;
+    /// GPUs of the instance (attention DP width == EP width); [0] runs the steps.
+    std::vector<sg::sg4::Host*> gpus;
+    /// Flop/s of the hosts (steps are Execs of duration * speed flops).
+    double host_speed_flops = 1e9;
+    /// Store nodes and host memory for KvTransfer entries of a plan (may be empty).
+    std::vector<sg::sg4::Host*> store_nodes;
+    std::vector<sg::sg4::Host*> host_memory;
+    double store_write_amplification = 1.2;
+    /// Produce ExpertLoadSample in outcomes (only when an ExpertBalancer listens).
+    bool report_expert_load = false;
+};
+
+class SimExecutor final : public engine::Executor {
+public:
+    SimExecutor(SimExecutorSetup setup, const CostModel& cost, EpLoadModel& ep, DraftAcceptance& acceptance,
+                Rng rng, std::function<void(const StepRecord&)> on_step);
+
+    std::string name() const override { return setup_.name; }
+    engine::ExecutorCaps caps() const override;
+    engine::StepTicket launch(const StepPlan& plan) override;
+    StepOutcome wait(engine::StepTicket ticket) override;
+    void apply_placement(const ExpertPlacement& placement) override;
+
+    /// The StepShape of the busiest DP rank for `plan`, with MoE fields from the EP load model.
+    StepShape rank_shape(const StepPlan& plan, double now_s, EpStepLoad& load);
+
+private:
+    struct Pending {
+        std::int64_t step_id = -1;
+        double duration_s = 0;
+        double read_bytes = 0;
+        std::vector<SeqSchedule> seqs;  // only fields the outcome needs
+        StepRecord record;
+        sg::sg4::ExecPtr exec;
+        std::vector<sg::sg4::CommPtr> reads;
+        bool started = false;
+    };
+    void start(Pending& p);
+    void charge_transfers(const StepPlan& plan, Pending& p);
+
+    SimExecutorSetup setup_;
+    const CostModel& cost_;
+    EpLoadModel& ep_;
+    DraftAcceptance& acceptance_;
+    Rng rng_;
+    std::function<void(const StepRecord&)> on_step_;
+    std::deque<Pending> pending_;
+    std::vector<std::int64_t> rank_tokens_;
+    std::vector<double> rank_context_;
+    std::vector<std::int32_t> rank_seqs_, rank_sampled_;
+    static constexpr std::int32_t kExpertLoadEvery = 64;
+    double load_tokens_ = 0;
+    std::int32_t load_steps_ = 0;
+};
+
+}  // namespace deepinfer::sim
