@@ -66,6 +66,23 @@ inline sg4::CommPtr transfer_async(sg4::Host* from, sg4::Host* to, double bytes)
     return sg4::Comm::sendto_async(from, to, static_cast<std::uint64_t>(bytes));
 }
 
+/// Fire-and-forget transfers (write-backs off the critical path). SimGrid 3.32 cannot detach a started
+/// host-to-host comm, so they are kept here and dropped once finished.
+class BackgroundTransfers {
+public:
+    void start(sg4::Host* from, sg4::Host* to, double bytes) {
+        if (comms_.size() >= reap_at_) {
+            std::erase_if(comms_, [](const sg4::CommPtr& c) { return c->test(); });
+            reap_at_ = std::max<std::size_t>(64, 2 * comms_.size());
+        }
+        comms_.push_back(transfer_async(from, to, bytes));
+    }
+
+private:
+    std::vector<sg4::CommPtr> comms_;
+    std::size_t reap_at_ = 64;
+};
+
 /// Records the first exception raised by an actor body so that the driver can rethrow it after run().
 class ActorErrors {
 public:

@@ -18,6 +18,8 @@ SimExecutor::SimExecutor(SimExecutorSetup setup, const CostModel& cost, EpLoadMo
       acceptance_(acceptance),
       rng_(rng),
       on_step_(std::move(on_step)) {
+    if (setup_.dspark_acceptance)
+        dspark_ = std::make_unique<AcceptanceModel>(*setup_.dspark_acceptance, rng_.fork("dspark"));
     DI_CHECK(!setup_.gpus.empty(), setup_.name << ": an instance needs at least one GPU");
     const std::size_t R = setup_.gpus.size();
     rank_tokens_.resize(R);
@@ -103,7 +105,7 @@ void SimExecutor::charge_transfers(const StepPlan& plan, Pending& p) {
         } else if (sg::sg4::Host* dst = tier_host(t.to);
                    dst != nullptr) {  // a write-back: off the critical path
             const double amp = t.to == KvTier::kStore ? setup_.store_write_amplification : 1.0;
-            sg::transfer_async(gpu, dst, bytes * amp)->detach();
+            writes_.start(gpu, dst, bytes * amp);
         }
     }
 }
@@ -119,15 +121,20 @@ engine::StepTicket SimExecutor::launch(const StepPlan& plan) {
     p.record.num_tokens = plan.num_tokens();
     p.record.num_seqs = static_cast<std::int32_t>(plan.seqs.size());
     p.record.imbalance_max_mean = load.imbalance_max_mean;
+    for (RequestId r : plan.released) draws_.erase(r.value());
+    for (RequestId r : plan.preempted) draws_.erase(r.value());
     p.seqs.reserve(plan.seqs.size());
     for (const SeqSchedule& s : plan.seqs) {
         p.seqs.push_back(SeqSchedule{.request = s.request,
                                      .num_new_tokens = s.num_new_tokens,
                                      .num_verify_tokens = s.num_verify_tokens,
+                                     .num_drafts_to_propose = s.num_drafts_to_propose,
                                      .samples = s.samples});
         p.record.num_sampled += s.samples ? 1 : 0;
+        p.record.num_replay_tokens += s.num_replay_tokens;
     }
     charge_transfers(plan, p);
+    p.record.read_bytes = p.read_bytes;
     pending_.push_back(std::move(p));
     // One step at a time per instance: a step launched while another runs starts when it ends.
     if (pending_.size() == 1) start(pending_.front());
@@ -155,9 +162,30 @@ StepOutcome SimExecutor::wait(engine::StepTicket ticket) {
     out.seqs.reserve(p.seqs.size());
     for (const SeqSchedule& s : p.seqs) {
         SeqOutcome o{.request = s.request};
-        if (s.samples) {
+        if (s.samples && dspark_) {
+            // The drafts this step verifies were drawn when the previous step proposed them.
+            if (const auto it = draws_.find(s.request.value()); it != draws_.end()) {
+                o.num_accepted_drafts = it->second.accepted(s.num_verify_tokens);
+                ++p.record.num_draft_seqs;
+                p.record.num_verified_drafts += s.num_verify_tokens;
+                p.record.num_accepted_drafts += o.num_accepted_drafts;
+                draws_.erase(it);
+            }
+            o.num_sampled = o.num_accepted_drafts + 1;
+            if (s.num_drafts_to_propose > 0) {
+                const DraftDraw d = dspark_->draw();
+                const std::int32_t n = std::min(s.num_drafts_to_propose, d.num_drafts);
+                o.draft_confidences.assign(d.confidence.begin(), d.confidence.begin() + n);
+                draws_[s.request.value()] = d;
+            }
+        } else if (s.samples) {
             o.num_accepted_drafts = s.num_verify_tokens > 0 ? acceptance_.accepted(s, rng_) : 0;
             o.num_sampled = o.num_accepted_drafts + 1;
+            if (s.num_verify_tokens > 0) {
+                ++p.record.num_draft_seqs;
+                p.record.num_verified_drafts += s.num_verify_tokens;
+                p.record.num_accepted_drafts += o.num_accepted_drafts;
+            }
         }
         out.seqs.push_back(std::move(o));
     }

@@ -7,12 +7,16 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/core/executor.h"
 #include "policies/common/rng.h"
 #include "policies/cost/cost_model.h"
+#include "sim/outcome_model/acceptance_model.h"
 #include "sim/outcome_model/outcome_models.h"
 #include "sim/outcome_model/routing_model.h"
 #include "sim/sg_compat.h"
@@ -27,6 +31,14 @@ struct StepRecord {
     std::int32_t num_seqs = 0;
     std::int32_t num_sampled = 0;
     double imbalance_max_mean = 1;
+    /// Prompt tokens recomputed for SWA bounded replay; bytes read from host memory / the store.
+    std::int64_t num_replay_tokens = 0;
+    double read_bytes = 0;
+    /// Speculative decoding: sampling sequence-steps that had drafts to verify, the drafts verified
+    /// and accepted in them.
+    std::int32_t num_draft_seqs = 0;
+    std::int64_t num_verified_drafts = 0;
+    std::int64_t num_accepted_drafts = 0;
     StepCost cost;
 };
 
@@ -42,6 +54,9 @@ struct SimExecutorSetup {
     double store_write_amplification = 1.2;
     /// Produce ExpertLoadSample in outcomes (only when an ExpertBalancer listens).
     bool report_expert_load = false;
+    /// Draft confidences and acceptances from the DSpark acceptance model (else `acceptance`, which
+    /// reports no confidences).
+    std::optional<AcceptanceModelConfig> dspark_acceptance;
 };
 
 class SimExecutor final : public engine::Executor {
@@ -63,7 +78,7 @@ private:
         std::int64_t step_id = -1;
         double duration_s = 0;
         double read_bytes = 0;
-        std::vector<SeqSchedule> seqs;  // only fields the outcome needs
+        std::vector<SeqSchedule> seqs;  // only fields the outcome needs (no block tables)
         StepRecord record;
         sg::sg4::ExecPtr exec;
         std::vector<sg::sg4::CommPtr> reads;
@@ -77,6 +92,11 @@ private:
     EpLoadModel& ep_;
     DraftAcceptance& acceptance_;
     Rng rng_;
+    std::unique_ptr<AcceptanceModel> dspark_;
+    /// Drafts proposed by a sequence's last sampling step, waiting for the step that verifies them
+    /// (lookup only; never iterated).
+    std::unordered_map<std::int64_t, DraftDraw> draws_;
+    sg::BackgroundTransfers writes_;
     std::function<void(const StepRecord&)> on_step_;
     std::deque<Pending> pending_;
     std::vector<std::int64_t> rank_tokens_;

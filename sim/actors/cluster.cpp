@@ -6,7 +6,9 @@
 #include <cstdio>
 
 #include "policies/common/check.h"
+#include "policies/common/units.h"
 #include "policies/cost/roofline.h"
+#include "policies/kv/kv_model_shape.h"
 #include "sim/policy_factory.h"
 
 namespace deepinfer::sim {
@@ -30,7 +32,19 @@ Cluster::Cluster(const SimConfig& config, const Platform& platform, const CostMo
       progress_(progress),
       errors_(errors),
       routing_(config.routing, config.model, rng.fork("routing")),
-      acceptance_(config.acceptance.fixed_rate) {
+      acceptance_(config.acceptance.fixed_rate),
+      router_(config.router) {
+    const SchedulerConfig& pf = config.prefill.full_config;
+    kv_bytes_per_block_ = kv_bytes_per_block(pf.kv.shape, pf.kv.block_tokens);
+    if (config.prefill.scheduler == "full") {
+        const KvStoreConfig& k = config.platform.kv_store;
+        // Logical capacity: erasure coding stores (data + parity) / data bytes per byte.
+        const auto blocks =
+            static_cast<std::int64_t>(k.capacity_bytes / k.write_amplification() / kv_bytes_per_block_);
+        store_ = std::make_unique<KvTierIndex>(
+            blocks, std::array<double, kNumTrafficClasses>{k.ttl_s[0], k.ttl_s[1]});
+        metrics_.full_scheduler = true;
+    }
     for (std::size_t i = 0; i < platform.prefill.size(); ++i)
         prefill_.push_back(
             make_node(InstanceRole::kPrefill, static_cast<std::int32_t>(i), platform.prefill[i]));
@@ -53,17 +67,27 @@ std::unique_ptr<Cluster::Node> Cluster::make_node(InstanceRole role, std::int32_
     const ExpertPlacement initial = make_static_placement(
         config_.model.num_moe_layers, config_.model.num_experts, g.ep_size, g.redundant_experts_per_gpu);
     n->ep = std::make_unique<EpLoadModel>(routing_, initial);
-    n->scheduler = make_scheduler(g);
+    if (g.scheduler == "full") {
+        n->scheduler = make_full_scheduler(g, role);
+        n->group = static_cast<DpGroupScheduler*>(n->scheduler.get());
+        n->rank_pending_tokens.assign(static_cast<std::size_t>(n->group->num_ranks()), 0);
+    } else {
+        n->scheduler = make_scheduler(g);
+    }
     n->balancer = make_balancer(g, initial);
     Node* raw = n.get();
     n->executor = std::make_unique<SimExecutor>(
-        SimExecutorSetup{.name = n->name,
-                         .gpus = hosts.gpus,
-                         .host_speed_flops = platform_.gpu_speed_flops,
-                         .store_nodes = platform_.store_nodes,
-                         .host_memory = hosts.host_memory,
-                         .store_write_amplification = config_.platform.kv_store.write_amplification(),
-                         .report_expert_load = n->balancer != nullptr},
+        SimExecutorSetup{
+            .name = n->name,
+            .gpus = hosts.gpus,
+            .host_speed_flops = platform_.gpu_speed_flops,
+            .store_nodes = platform_.store_nodes,
+            .host_memory = hosts.host_memory,
+            .store_write_amplification = config_.platform.kv_store.write_amplification(),
+            .report_expert_load = n->balancer != nullptr,
+            .dspark_acceptance = config_.acceptance.model == "dspark"
+                                     ? std::optional<AcceptanceModelConfig>(config_.acceptance.dspark)
+                                     : std::nullopt},
         cost_, *n->ep, acceptance_, rng_.fork(n->name),
         [this, raw](const StepRecord& s) { on_step(*raw, s); });
     engine::InstanceHooks hooks;
@@ -71,6 +95,15 @@ std::unique_ptr<Cluster::Node> Cluster::make_node(InstanceRole role, std::int32_
         hooks.on_finished = [this, raw](const FinishedRequest& f, double now) {
             on_prefill_finished(*raw, f, now);
         };
+        if (g.scheduler == "full")
+            hooks.on_launch = [this](const StepPlan& plan, double) {
+                // The first admission of a request says how much of its prompt the cache served.
+                for (const SeqSchedule& s : plan.seqs)
+                    if (s.is_new) {
+                        RequestRecord& rec = record(s.request);
+                        if (rec.cached_tokens < 0) rec.cached_tokens = s.num_computed_tokens;
+                    }
+            };
     } else {
         hooks.on_finished = [this, raw](const FinishedRequest& f, double now) {
             on_decode_finished(*raw, f, now);
@@ -81,10 +114,139 @@ std::unique_ptr<Cluster::Node> Cluster::make_node(InstanceRole role, std::int32_
                 metrics_.decode.window_output_tokens += p.num_new_output_tokens;
         };
     }
-    n->instance =
-        std::make_unique<engine::Instance>(n->name, *n->executor, clock_, *n->scheduler, n->balancer.get(),
-                                           engine::InstanceConfig{}, std::move(hooks));
+    n->instance = std::make_unique<engine::Instance>(
+        n->name, *n->executor, clock_, *n->scheduler, n->balancer.get(),
+        engine::InstanceConfig{.async_scheduling = g.async_scheduling}, std::move(hooks));
     return n;
+}
+
+std::unique_ptr<StepScheduler> Cluster::make_full_scheduler(const InstanceGroupConfig& g, InstanceRole role) {
+    const char* field =
+        role == InstanceRole::kPrefill ? "/prefill/hbm_gib_per_gpu" : "/decode/hbm_gib_per_gpu";
+    // Weights per GPU: dense (non-routed) weights replicated on every attention-DP rank, plus this GPU's
+    // expert slots (hub format: FP4 experts, FP8 dense).
+    const double slots =
+        static_cast<double>(config_.model.num_experts) / g.ep_size + g.redundant_experts_per_gpu;
+    const double weights = roofline::v4_dense_bytes_hub() +
+                           slots * config_.model.num_moe_layers * roofline::v4_routed_expert_bytes_hub();
+    const double kv_bytes = g.hbm_gib_per_gpu * units::kGiB - weights - g.reserve_gib_per_gpu * units::kGiB;
+    if (!g.kv_capacity_given && kv_bytes <= 0)
+        throw ConfigError(config_.file, field, "more HBM than the weights per GPU plus the reserve",
+                          std::to_string(g.hbm_gib_per_gpu));
+    const bool spec = g.full_config.num_speculative_tokens > 0;
+    DsparkAdapterConfig vc = g.verify;
+    // The MoE shape of one rank's tokens under EP (the verify policy prices verified tokens with it).
+    if (vc.moe_pairs_per_token <= 0) vc.moe_pairs_per_token = config_.model.top_k;
+    if (vc.ep_tokens_per_token <= 0 && g.ep_size > 1)
+        vc.ep_tokens_per_token = vc.moe_pairs_per_token * (1.0 - 1.0 / g.ep_size);
+    if (vc.num_local_experts <= 0 && g.ep_size > 1)
+        vc.num_local_experts = config_.model.num_experts / g.ep_size + g.redundant_experts_per_gpu;
+    std::vector<std::unique_ptr<Scheduler>> ranks;
+    std::vector<std::unique_ptr<DsparkVerifyAdapter>> verify;
+    for (std::int32_t r = 0; r < g.gpus_per_instance; ++r) {
+        SchedulerConfig sc = g.full_config;
+        sc.dp_rank = r;
+        if (!g.kv_capacity_given) sc.kv.capacity_bytes = kv_bytes;
+        KvTierIndex* shared = nullptr;
+        if (role == InstanceRole::kPrefill) {
+            if (!g.host_capacity_given)
+                sc.prefix_cache.host.capacity_bytes =
+                    config_.platform.host_memory.capacity_bytes / config_.platform.gpus_per_prefill_server;
+            sc.prefix_cache.store.read_bytes_per_s = config_.platform.kv_store.node_bandwidth_bytes_per_s;
+            sc.prefix_cache.store.write_bytes_per_s = config_.platform.kv_store.node_bandwidth_bytes_per_s;
+            sc.prefix_cache.store_ttl_s = {config_.platform.kv_store.ttl_s[0],
+                                           config_.platform.kv_store.ttl_s[1]};
+            shared = store_.get();
+        } else {
+            // Decode ranks receive the KV with the handoff; they index no prefixes.
+            sc.prefix_cache.enabled = false;
+        }
+        std::unique_ptr<DsparkVerifyAdapter> a;
+        if (spec) a = std::make_unique<DsparkVerifyAdapter>(vc, cost_);
+        ranks.push_back(std::make_unique<Scheduler>(sc, a.get(), shared));
+        verify.push_back(std::move(a));
+    }
+    return std::make_unique<DpGroupScheduler>(std::move(ranks), std::move(verify));
+}
+
+std::vector<InstanceLoad> Cluster::loads(const std::vector<std::unique_ptr<Node>>& nodes) const {
+    std::vector<InstanceLoad> out;
+    out.reserve(nodes.size());
+    for (const auto& n : nodes) {
+        InstanceLoad l;
+        l.instance = n->index;
+        l.role = n->role == InstanceRole::kPrefill ? deepinfer::InstanceRole::kPrefill
+                                                   : deepinfer::InstanceRole::kDecode;
+        l.ranks.resize(static_cast<std::size_t>(n->group->num_ranks()));
+        for (std::int32_t r = 0; r < n->group->num_ranks(); ++r) {
+            const Scheduler& s = n->group->rank(r);
+            DpRankLoad& d = l.ranks[static_cast<std::size_t>(r)];
+            const auto pending = n->rank_pending_tokens[static_cast<std::size_t>(r)];
+            d.num_running_seqs = static_cast<std::int32_t>(s.num_running());
+            d.num_waiting_seqs = static_cast<std::int32_t>(s.num_waiting());
+            if (n->role == InstanceRole::kPrefill)
+                d.num_pending_prefill_tokens = pending;
+            else
+                d.num_waiting_seqs += static_cast<std::int32_t>(pending);  // handoffs in flight
+            const KvBlockPool& pool = s.pool();
+            d.kv_free_fraction =
+                pool.num_blocks_total() > 0
+                    ? static_cast<double>(pool.num_allocatable_blocks()) / pool.num_blocks_total()
+                    : 0.0;
+            d.max_num_seqs = s.config().max_num_seqs;
+        }
+        out.push_back(std::move(l));
+    }
+    return out;
+}
+
+std::int32_t Cluster::cached_prompt_tokens(const Node& node, std::int32_t rank, const Request& q) const {
+    // NOTE: an estimate for routing: the longest prefix held in this rank's HBM or host tier or in the
+    // shared store, found by binary search (tiers are close to prefix-closed: sequences release their
+    // blocks last-first and the store writes whole prefixes); the Scheduler matches exactly.
+    const Scheduler& s = node.group->rank(rank);
+    const PrefixCache& cache = s.prefix_cache();
+    if (!cache.enabled()) return 0;
+    const double now = sg::now_s();
+    const auto& h = q.prompt_block_hashes;
+    auto held = [&](std::size_t i) {
+        return s.pool().find_cached(h[i]).has_value() || cache.host().contains(h[i], now) ||
+               cache.store().contains(h[i], now);
+    };
+    const std::int32_t bt = s.pool().block_tokens();
+    std::size_t lo = 0, hi = std::min(h.size(), static_cast<std::size_t>((q.prompt_len() - 1) / bt));
+    while (lo < hi) {  // first block not held
+        const std::size_t mid = (lo + hi) / 2;
+        if (held(mid))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return static_cast<std::int32_t>(lo) * bt;
+}
+
+void Cluster::write_back_to_store(Node& node, const RequestRecord& rec) {
+    // NOTE (documented in experiments/01_default_128gpu/README.md): the next turn of an agent session
+    // resends this turn's prompt + output. The prefill ranks wrote the prompt's blocks to the store;
+    // the decode rank writes the blocks that the output completed, so the next turn's prefill finds
+    // its whole history cached (the last partial block and the new tool result are recomputed).
+    if (!store_ || rec.request.session_id == 0 || rec.decode_rank < 0) return;
+    SimRequest ctx = rec.request;
+    ctx.prompt_tokens = rec.request.prompt_tokens + rec.output_tokens - 1;  // the last token has no KV
+    const double now = sg::now_s();
+    std::int64_t fresh = 0;
+    for (std::uint64_t h : prompt_block_hashes(ctx, config_.prefill.full_config.kv.block_tokens))
+        fresh += store_->insert(h, rec.request.traffic_class, now) ? 1 : 0;
+    if (fresh == 0 || platform_.store_nodes.empty()) return;
+    const double bytes =
+        static_cast<double>(fresh) * kv_bytes_per_block_ * config_.platform.kv_store.write_amplification();
+    metrics_.decode_store_blocks_written += fresh;
+    metrics_.decode_store_write_bytes += bytes;
+    sg::sg4::Host* src = node.hosts.gpus[static_cast<std::size_t>(rec.decode_rank) % node.hosts.gpus.size()];
+    sg::sg4::Host* dst =
+        platform_
+            .store_nodes[static_cast<std::size_t>(rec.request.session_id) % platform_.store_nodes.size()];
+    store_writes_.start(src, dst, bytes);
 }
 
 RequestRecord& Cluster::record(RequestId id) {
@@ -205,8 +367,34 @@ void Cluster::dispatch(SimRequest r) {
     RequestRecord& rec = record(r.id);
     rec.request = r;
     ++outstanding_;
-    // Router: least outstanding prompt tokens; an agent session sticks to its instance while that one
-    // is within 1.5x of the least loaded (prefix affinity). TODO(#3): the policies/router Router.
+    Request q;
+    q.id = r.id;
+    q.arrival_s = r.arrival_s;
+    q.traffic_class = r.traffic_class;
+    q.prompt_len_tokens = r.prompt_tokens;
+    q.prompt_block_hashes = prompt_block_hashes(r, config_.prefill.full_config.kv.block_tokens);
+    q.max_new_tokens = 1;  // the prefill instance produces the first token
+    q.session_id = r.session_id;
+    if (prefill_.front()->group != nullptr) {
+        // The policies Router: prefix-cache and load aware over every prefill DP rank.
+        const std::vector<InstanceLoad> ls = loads(prefill_);
+        const RouteDecision d =
+            router_.route(q, ls, [&](std::int32_t inst, std::int32_t rank, const Request& req) {
+                return cached_prompt_tokens(*prefill_[static_cast<std::size_t>(inst)], rank, req);
+            });
+        DI_CHECK(d.prefill.valid(), "no prefill rank for request " << r.id);
+        Node& node = *prefill_[static_cast<std::size_t>(d.prefill.instance)];
+        rec.prefill_instance = node.index;
+        rec.prefill_rank = d.prefill.dp_rank;
+        rec.routed_uncached_tokens = r.prompt_tokens - d.num_cached_prompt_tokens;
+        node.rank_pending_tokens[static_cast<std::size_t>(d.prefill.dp_rank)] += rec.routed_uncached_tokens;
+        node.outstanding += r.prompt_tokens;
+        node.inbox.push_back(Node::Queued{.request = std::move(q), .rank = d.prefill.dp_rank});
+        wake(node);
+        return;
+    }
+    // SimpleScheduler: least outstanding prompt tokens; an agent session sticks to its instance while
+    // that one is within 1.5x of the least loaded (prefix affinity).
     std::size_t best = 0;
     for (std::size_t i = 1; i < prefill_.size(); ++i)
         if (prefill_[i]->outstanding < prefill_[best]->outstanding) best = i;
@@ -217,15 +405,8 @@ void Cluster::dispatch(SimRequest r) {
     Node& node = *prefill_[best];
     rec.prefill_instance = node.index;
     node.outstanding += r.prompt_tokens;
-    Request q;
-    q.id = r.id;
-    q.arrival_s = r.arrival_s;
-    q.traffic_class = r.traffic_class;
-    q.prompt_len_tokens = r.prompt_tokens;
-    q.prompt_block_hashes = prompt_block_hashes(r);
-    q.max_new_tokens = 1;  // the prefill instance produces the first token
-    q.session_id = r.session_id;
-    node.inbox.push_back(std::move(q));
+    q.prompt_block_hashes.clear();  // no prefix cache
+    node.inbox.push_back(Node::Queued{.request = std::move(q), .rank = -1});
     wake(node);
 }
 
@@ -243,6 +424,8 @@ void Cluster::complete(RequestRecord& rec, double now) {
 void Cluster::on_prefill_finished(Node& node, const FinishedRequest& f, double now) {
     RequestRecord& rec = record(f.request);
     node.outstanding -= rec.request.prompt_tokens;
+    if (node.group != nullptr && rec.prefill_rank >= 0)
+        node.rank_pending_tokens[static_cast<std::size_t>(rec.prefill_rank)] -= rec.routed_uncached_tokens;
     if (f.reason == FinishReason::kRejected || f.reason == FinishReason::kAborted) {
         rec.status = RequestStatus::kRejected;
         complete(rec, now);
@@ -269,6 +452,7 @@ void Cluster::on_decode_finished(Node& node, const FinishedRequest& f, double no
         rec.status = RequestStatus::kCompleted;
         rec.output_tokens = 1 + f.num_output_tokens;
         rec.finish_s = now;
+        write_back_to_store(node, rec);
     }
     complete(rec, now);
 }
@@ -282,7 +466,16 @@ void Cluster::on_step(Node& node, const StepRecord& s) {
         m.window_tokens += static_cast<double>(s.num_tokens);
         m.imbalance_weighted += s.imbalance_max_mean * static_cast<double>(s.num_tokens);
         m.imbalance_weight += static_cast<double>(s.num_tokens);
+        m.window_steps += 1;
+        m.window_seqs += s.num_seqs;
+        if (node.role == InstanceRole::kDecode) {
+            metrics_.draft_seq_steps += s.num_draft_seqs;
+            metrics_.verified_drafts += s.num_verified_drafts;
+            metrics_.accepted_drafts += s.num_accepted_drafts;
+        }
     }
+    metrics_.replay_tokens += static_cast<double>(s.num_replay_tokens);
+    metrics_.tier_read_bytes += s.read_bytes;
     if (record_timeline_ &&
         static_cast<std::int64_t>(metrics_.timeline.size()) < config_.output.timeline_max_events)
         metrics_.timeline.push_back(TimelineEvent{.pid = node.pid, .step = s});
@@ -292,7 +485,11 @@ void Cluster::instance_loop(Node& node) {
     for (;;) {
         if (stop_ || done_) break;
         while (!node.inbox.empty()) {
-            node.instance->add_request(std::move(node.inbox.front()));
+            Node::Queued& q = node.inbox.front();
+            if (node.group != nullptr && q.rank >= 0)
+                node.group->add_request(std::move(q.request), q.rank);
+            else
+                node.instance->add_request(std::move(q.request));
             node.inbox.pop_front();
         }
         if (node.instance->has_work() && node.instance->step()) continue;
@@ -316,18 +513,36 @@ void Cluster::transfer_loop(Node& node) {
         const RequestId id = node.outbox.front();
         node.outbox.pop_front();
         RequestRecord* rec = &record(id);
-        // Decode instance with the fewest outstanding sequences (ties: lowest index).
-        std::size_t best = 0;
-        for (std::size_t i = 1; i < decode_.size(); ++i)
-            if (decode_[i]->outstanding < decode_[best]->outstanding) best = i;
-        Node& dst = *decode_[best];
         const auto slot = static_cast<std::size_t>(id.value());
-        const double bytes = rec->request.prompt_tokens * roofline::kv_bytes_per_token() + fixed_bytes;
+        std::size_t best = 0;
+        std::int32_t dst_rank = -1;
+        std::size_t src_gpu = slot % node.hosts.gpus.size();
+        double bytes = rec->request.prompt_tokens * roofline::kv_bytes_per_token() + fixed_bytes;
+        if (decode_.front()->group != nullptr) {
+            // The policies Router picks the decode instance and DP rank (load aware).
+            const RouteTarget t = router_.choose_decode(loads(decode_));
+            DI_CHECK(t.valid(), "no decode rank for request " << id);
+            best = static_cast<std::size_t>(t.instance);
+            dst_rank = t.dp_rank;
+            decode_[best]->rank_pending_tokens[static_cast<std::size_t>(dst_rank)] += 1;
+            const KvPoolConfig& kv = config_.decode.full_config.kv;
+            bytes =
+                Router::make_handoff({}, t, rec->request.prompt_tokens, kv.shape, kv.block_tokens).num_bytes;
+            if (rec->prefill_rank >= 0)
+                src_gpu = static_cast<std::size_t>(rec->prefill_rank) % node.hosts.gpus.size();
+        } else {
+            // Decode instance with the fewest outstanding sequences (ties: lowest index).
+            for (std::size_t i = 1; i < decode_.size(); ++i)
+                if (decode_[i]->outstanding < decode_[best]->outstanding) best = i;
+        }
+        Node& dst = *decode_[best];
+        const std::size_t dst_gpu = dst_rank >= 0 ? static_cast<std::size_t>(dst_rank) % dst.hosts.gpus.size()
+                                                  : slot % dst.hosts.gpus.size();
         const double t0 = sg::now_s();
         dst.outstanding += 1;
         rec->decode_instance = dst.index;
-        sg::sg4::Comm::sendto(node.hosts.gpus[slot % node.hosts.gpus.size()],
-                              dst.hosts.gpus[slot % dst.hosts.gpus.size()],
+        rec->decode_rank = dst_rank;
+        sg::sg4::Comm::sendto(node.hosts.gpus[src_gpu], dst.hosts.gpus[dst_gpu],
                               static_cast<std::uint64_t>(bytes));
         const double now = sg::now_s();
         rec = &record(id);  // NOTE: the record table may have grown while the transfer ran
@@ -344,7 +559,8 @@ void Cluster::transfer_loop(Node& node) {
         q.num_handed_over_tokens = rec->request.prompt_tokens;
         q.max_new_tokens = rec->request.output_tokens - 1;
         q.session_id = rec->request.session_id;
-        dst.inbox.push_back(std::move(q));
+        if (dst_rank >= 0) dst.rank_pending_tokens[static_cast<std::size_t>(dst_rank)] -= 1;
+        dst.inbox.push_back(Node::Queued{.request = std::move(q), .rank = dst_rank});
         wake(dst);
     }
 }

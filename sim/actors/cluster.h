@@ -10,11 +10,14 @@
 
 #include "engine/core/instance.h"
 #include "policies/cost/cost_model.h"
+#include "policies/kv/kv_tier.h"
+#include "policies/router/router.h"
 #include "sim/config/sim_config.h"
 #include "sim/outcome_model/outcome_models.h"
 #include "sim/outcome_model/routing_model.h"
 #include "sim/platform/platform.h"
 #include "sim/report/metrics.h"
+#include "sim/scheduler/dp_group_scheduler.h"
 #include "sim/sg_compat.h"
 #include "sim/sim_clock.h"
 #include "sim/sim_executor.h"
@@ -40,10 +43,19 @@ private:
         DomainHosts hosts;
         std::unique_ptr<EpLoadModel> ep;
         std::unique_ptr<StepScheduler> scheduler;
+        /// The scheduler when it is the full one (one policies Scheduler per DP rank), else null.
+        DpGroupScheduler* group = nullptr;
+        /// Full scheduler: prompt tokens routed to each DP rank and not prefilled yet (router load).
+        std::vector<std::int64_t> rank_pending_tokens;
         std::unique_ptr<ExpertBalancer> balancer;
         std::unique_ptr<SimExecutor> executor;
         std::unique_ptr<engine::Instance> instance;
-        std::deque<Request> inbox;
+        struct Queued {
+            Request request;
+            /// DP rank chosen by the router (-1: the scheduler picks).
+            std::int32_t rank = -1;
+        };
+        std::deque<Queued> inbox;
         sg::sg4::ActorPtr actor;
         bool idle = false;
         /// Prompt tokens (prefill) or sequences (decode) routed here and not yet finished.
@@ -64,6 +76,13 @@ private:
     void instance_loop(Node& node);
     void transfer_loop(Node& node);
     void dispatch(SimRequest r);
+    /// Full scheduler: the router's view of a group's instances.
+    std::vector<InstanceLoad> loads(const std::vector<std::unique_ptr<Node>>& nodes) const;
+    /// Prompt tokens of `q` an instance's DP rank could serve from its tiers (estimate for routing).
+    std::int32_t cached_prompt_tokens(const Node& node, std::int32_t rank, const Request& q) const;
+    /// Finished agent turn on a decode rank: its full blocks (prompt + output) go to the store.
+    void write_back_to_store(Node& node, const RequestRecord& rec);
+    std::unique_ptr<StepScheduler> make_full_scheduler(const InstanceGroupConfig& g, InstanceRole role);
     void on_prefill_finished(Node& node, const FinishedRequest& f, double now);
     void on_decode_finished(Node& node, const FinishedRequest& f, double now);
     void complete(RequestRecord& rec, double now);
@@ -88,6 +107,11 @@ private:
     SimClock clock_;
     RoutingModel routing_;
     FixedRateAcceptance acceptance_;
+    Router router_;
+    /// The distributed KV store's index, shared by every prefill rank (full scheduler).
+    std::unique_ptr<KvTierIndex> store_;
+    sg::BackgroundTransfers store_writes_;
+    double kv_bytes_per_block_ = 0;
     std::vector<std::unique_ptr<Node>> prefill_;
     std::vector<std::unique_ptr<Node>> decode_;
     std::priority_queue<SimRequest, std::vector<SimRequest>, TurnLater> turns_;

@@ -10,8 +10,12 @@
 
 #include "policies/common/json_reader.h"
 #include "policies/cost/cost_model.h"
+#include "policies/dspark/dspark_verify_adapter.h"
 #include "policies/request.h"
+#include "policies/router/router.h"
+#include "policies/scheduler/scheduler.h"
 #include "policies/scheduler/simple_scheduler.h"
+#include "sim/outcome_model/acceptance_model.h"
 
 namespace deepinfer::sim {
 
@@ -66,9 +70,29 @@ struct InstanceGroupConfig {
     /// and equal gpus_per_instance.
     std::int32_t ep_size = 8;
     std::int32_t redundant_experts_per_gpu = 0;
-    /// "simple" now; "full" once the policies/scheduler Scheduler lands (issue #3).
+    /// "simple" (SimpleScheduler: FCFS, no KV limit, no prefix cache, no drafts) or "full" (one
+    /// policies/scheduler Scheduler per data-parallel attention rank: KV block pool, prefix cache with
+    /// host and shared store tiers, speculative decoding with a DSpark verify policy).
     std::string scheduler = "simple";
+    /// "scheduler_config" when scheduler == "simple".
     SimpleSchedulerConfig scheduler_config;
+    /// "scheduler_config" when scheduler == "full" (policies/scheduler/scheduler_json.cpp keys); the
+    /// sim sets dp_rank per rank, the store tier from platform.kv_store, and, unless kv.capacity_gib
+    /// is given, the KV capacity from HBM minus weights (below).
+    SchedulerConfig full_config;
+    bool kv_capacity_given = false;
+    bool host_capacity_given = false;
+    /// Per-GPU HBM and the part kept for activations, workspace and CUDA graphs (GiB). KV capacity
+    /// per DP rank = hbm − dense weights (replicated) − this GPU's expert slots − reserve.
+    double hbm_gib_per_gpu = 180.0;
+    double reserve_gib_per_gpu = 10.0;
+    /// DSpark verify policy (used when full_config.num_speculative_tokens > 0). Zero MoE fields are
+    /// filled from the group's EP layout (top_k pairs per token, (1 − 1/EP) of them leave the rank).
+    DsparkAdapterConfig verify;
+    /// engine/core InstanceConfig::async_scheduling: plan step N+1 while step N runs. With speculative
+    /// decoding the Scheduler does not re-plan a sequence whose sampling step is in flight, so a plan
+    /// made during a step holds only newly admitted sequences (an extra small step).
+    bool async_scheduling = true;
     /// "none" (static placement) or "window" (the policies/eplb WindowBalancer).
     std::string eplb = "none";
     /// WindowBalancer: steps of load history per decision and steps between re-placements.
@@ -88,9 +112,12 @@ struct RoutingModelConfig {
     double drift_reversion = 0.9;
 };
 
-/// Draft acceptance (used once the scheduler verifies drafts; SimpleScheduler verifies none).
+/// Draft acceptance. "fixed_rate": every draft accepted with `fixed_rate` until the first rejection,
+/// no confidences reported. "dspark": the seeded DSpark acceptance model (confidences + outcomes).
 struct AcceptanceConfig {
+    std::string model = "dspark";
     double fixed_rate = 0.7;
+    AcceptanceModelConfig dspark;
 };
 
 enum class ArrivalProcess : std::uint8_t { kPoisson = 0, kBursty = 1, kDiurnal = 2 };
@@ -179,6 +206,8 @@ struct SimConfig {
                                .ep_size = 64,
                                .redundant_experts_per_gpu = 1};
     RoutingModelConfig routing;
+    /// Prefix- and load-aware router (policies/router); always disaggregated here.
+    RouterConfig router;
     AcceptanceConfig acceptance;
     WorkloadConfig workload;
     std::vector<FaultConfig> faults;

@@ -1,6 +1,7 @@
 // Strict reading and writing of SimConfig (sim_config.h).
 #include <filesystem>
 
+#include "policies/common/units.h"
 #include "sim/config/sim_config.h"
 
 namespace deepinfer::sim {
@@ -86,7 +87,8 @@ json write_traffic(const TrafficConfig& t) {
 
 InstanceGroupConfig read_group(const JsonReader& r, InstanceGroupConfig g, const ModelShape& model) {
     r.allow_keys({"instances", "gpus_per_instance", "ep_size", "redundant_experts_per_gpu", "scheduler",
-                  "scheduler_config", "eplb", "eplb_window_steps", "eplb_period_steps"});
+                  "scheduler_config", "eplb", "eplb_window_steps", "eplb_period_steps", "hbm_gib_per_gpu",
+                  "reserve_gib_per_gpu", "verify", "async_scheduling"});
     g.num_instances = get_i32(r, "instances", g.num_instances, NumRange::between(1, 4096));
     g.gpus_per_instance = get_i32(r, "gpus_per_instance", g.gpus_per_instance, NumRange::between(1, 1024));
     g.ep_size = get_i32(r, "ep_size", g.ep_size, NumRange::between(1, 1024));
@@ -100,24 +102,76 @@ InstanceGroupConfig read_group(const JsonReader& r, InstanceGroupConfig g, const
         r.at(r.has("ep_size") ? "ep_size" : "gpus_per_instance")
             .fail("an EP size dividing the " + std::to_string(model.num_experts) + " routed experts",
                   std::to_string(g.ep_size));
-    if (auto s = r.find("scheduler")) g.scheduler = s->as_enum({"simple"});
-    if (auto s = r.find("scheduler_config")) g.scheduler_config = simple_scheduler_config_from_json(*s);
+    if (auto s = r.find("scheduler")) g.scheduler = s->as_enum({"simple", "full"});
+    if (auto s = r.find("scheduler_config")) {
+        if (g.scheduler == "full") {
+            g.full_config = scheduler_config_from_json(*s);
+            const auto kv = s->find("kv");
+            g.kv_capacity_given = kv && kv->has("capacity_gib");
+            const auto pc = s->find("prefix_cache");
+            const auto host = pc ? pc->find("host") : std::nullopt;
+            g.host_capacity_given = host && host->has("capacity_gib");
+        } else {
+            g.scheduler_config = simple_scheduler_config_from_json(*s);
+        }
+    }
+    g.hbm_gib_per_gpu = r.get_double_or("hbm_gib_per_gpu", g.hbm_gib_per_gpu, NumRange::positive());
+    g.reserve_gib_per_gpu =
+        r.get_double_or("reserve_gib_per_gpu", g.reserve_gib_per_gpu, NumRange::non_negative());
+    if (auto v = r.find("verify")) g.verify = dspark_adapter_config_from_json(*v);
+    g.async_scheduling = r.get_bool_or("async_scheduling", g.async_scheduling);
     if (auto s = r.find("eplb")) g.eplb = s->as_enum({"none", "window"});
     g.eplb_window_steps = get_i32(r, "eplb_window_steps", g.eplb_window_steps, NumRange::between(1, 1 << 30));
     g.eplb_period_steps = get_i32(r, "eplb_period_steps", g.eplb_period_steps, NumRange::between(1, 1 << 30));
     return g;
 }
 
+json write_scheduler_config(const InstanceGroupConfig& g) {
+    if (g.scheduler != "full")
+        return {{"max_num_batched_tokens", g.scheduler_config.max_num_batched_tokens},
+                {"max_num_seqs", g.scheduler_config.max_num_seqs},
+                {"max_model_len", g.scheduler_config.max_model_len}};
+    const SchedulerConfig& f = g.full_config;
+    json pc = {{"enabled", f.prefix_cache.enabled},
+               {"write_to_store", f.prefix_cache.write_to_store},
+               {"swa_replay_tokens", f.prefix_cache.swa_replay_tokens},
+               {"hbm_keeps_swa_state", f.prefix_cache.hbm_keeps_swa_state},
+               {"host_keeps_swa_state", f.prefix_cache.host_keeps_swa_state}};
+    if (g.host_capacity_given)
+        pc["host"] = {{"capacity_gib", f.prefix_cache.host.capacity_bytes / units::kGiB}};
+    json out = {{"max_num_batched_tokens", f.max_num_batched_tokens},
+                {"max_num_seqs", f.max_num_seqs},
+                {"max_model_len", f.max_model_len},
+                {"num_speculative_tokens", f.num_speculative_tokens},
+                {"kv", {{"block_tokens", f.kv.block_tokens}}},
+                {"prefix_cache", pc}};
+    if (g.kv_capacity_given) out["kv"]["capacity_gib"] = f.kv.capacity_bytes / units::kGiB;
+    return out;
+}
+
 json write_group(const InstanceGroupConfig& g) {
+    const VerifyPolicyConfig& v = g.verify.policy;
     return {{"instances", g.num_instances},
             {"gpus_per_instance", g.gpus_per_instance},
             {"ep_size", g.ep_size},
             {"redundant_experts_per_gpu", g.redundant_experts_per_gpu},
             {"scheduler", g.scheduler},
-            {"scheduler_config",
-             {{"max_num_batched_tokens", g.scheduler_config.max_num_batched_tokens},
-              {"max_num_seqs", g.scheduler_config.max_num_seqs},
-              {"max_model_len", g.scheduler_config.max_model_len}}},
+            {"scheduler_config", write_scheduler_config(g)},
+            {"async_scheduling", g.async_scheduling},
+            {"hbm_gib_per_gpu", g.hbm_gib_per_gpu},
+            {"reserve_gib_per_gpu", g.reserve_gib_per_gpu},
+            {"verify",
+             {{"policy",
+               {{"policy", std::string(name(v.kind))},
+                {"max_draft_tokens", v.max_draft_tokens},
+                {"threshold", v.threshold},
+                {"optimality_gap", v.optimality_gap},
+                {"max_time_evals", v.max_time_evals}}},
+              {"moe_pairs_per_token", g.verify.moe_pairs_per_token},
+              {"ep_tokens_per_token", g.verify.ep_tokens_per_token},
+              {"num_local_experts", g.verify.num_local_experts},
+              {"admission_share", g.verify.admission_share},
+              {"missing_confidence", g.verify.missing_confidence}}},
             {"eplb", g.eplb},
             {"eplb_window_steps", g.eplb_window_steps},
             {"eplb_period_steps", g.eplb_period_steps}};
@@ -224,7 +278,7 @@ std::string_view name(FaultKind k) {
 SimConfig sim_config_from_json(const JsonReader& r) {
     r.expect_object();
     r.allow_keys({"name", "seed", "profile", "model", "platform", "prefill", "decode", "routing_model",
-                  "acceptance", "workload", "faults", "output"});
+                  "router", "acceptance", "workload", "faults", "output"});
     SimConfig c;
     c.file = r.file();
     c.name = r.get_string_or("name", c.name);
@@ -259,9 +313,23 @@ SimConfig sim_config_from_json(const JsonReader& r) {
             m.get_double_or("drift_reversion", c.routing.drift_reversion, NumRange::between(0, 1));
     });
     read_opt(r, "acceptance", [&](const JsonReader& a) {
-        a.allow_keys({"fixed_rate"});
-        c.acceptance.fixed_rate = a.get_double_or("fixed_rate", c.acceptance.fixed_rate, NumRange::unit());
+        a.allow_keys({"model", "fixed_rate", "max_draft_tokens", "mean_accepted_length", "position_decay",
+                      "correlation", "confidence_temperature", "confidence_bias"});
+        auto& ac = c.acceptance;
+        if (auto m = a.find("model")) ac.model = m->as_enum({"fixed_rate", "dspark"});
+        ac.fixed_rate = a.get_double_or("fixed_rate", ac.fixed_rate, NumRange::unit());
+        auto& d = ac.dspark;
+        d.max_draft_tokens = get_i32(a, "max_draft_tokens", d.max_draft_tokens, NumRange::between(1, 7));
+        d.mean_accepted_length =
+            a.get_double_or("mean_accepted_length", d.mean_accepted_length, NumRange::between(1, 8));
+        d.position_decay = a.get_double_or("position_decay", d.position_decay, NumRange::unit());
+        d.correlation = a.get_double_or("correlation", d.correlation, NumRange::unit());
+        d.confidence_temperature =
+            a.get_double_or("confidence_temperature", d.confidence_temperature, NumRange::positive());
+        d.confidence_bias = a.get_double_or("confidence_bias", d.confidence_bias, NumRange::between(-20, 20));
     });
+    read_opt(r, "router", [&](const JsonReader& rt) { c.router = router_config_from_json(rt); });
+    c.router.disaggregated = true;
     const JsonReader w = r.at("workload").expect_object();
     w.allow_keys({"duration_s", "warmup_s", "drain_limit_s", "traffic", "trace_file"});
     c.workload.duration_s = w.get_double("duration_s", NumRange::positive());
@@ -325,7 +393,22 @@ nlohmann::json sim_config_to_json(const SimConfig& c) {
               {"drift_interval_s", c.routing.drift_interval_s},
               {"drift_sigma", c.routing.drift_sigma},
               {"drift_reversion", c.routing.drift_reversion}}},
-            {"acceptance", {{"fixed_rate", c.acceptance.fixed_rate}}},
+            {"router",
+             {{"uncached_token_weight", c.router.uncached_token_weight},
+              {"pending_token_weight", c.router.pending_token_weight},
+              {"running_seq_weight", c.router.running_seq_weight},
+              {"waiting_seq_weight", c.router.waiting_seq_weight},
+              {"kv_pressure_weight", c.router.kv_pressure_weight},
+              {"min_kv_free_fraction", c.router.min_kv_free_fraction}}},
+            {"acceptance",
+             {{"model", c.acceptance.model},
+              {"fixed_rate", c.acceptance.fixed_rate},
+              {"max_draft_tokens", c.acceptance.dspark.max_draft_tokens},
+              {"mean_accepted_length", c.acceptance.dspark.mean_accepted_length},
+              {"position_decay", c.acceptance.dspark.position_decay},
+              {"correlation", c.acceptance.dspark.correlation},
+              {"confidence_temperature", c.acceptance.dspark.confidence_temperature},
+              {"confidence_bias", c.acceptance.dspark.confidence_bias}}},
             {"workload", workload},
             {"faults", faults},
             {"output",

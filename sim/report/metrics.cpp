@@ -86,7 +86,7 @@ json make_summary(const SimConfig& c, const RunMetrics& m) {
                        {"decode_gpus", c.decode.num_instances * c.decode.gpus_per_instance},
                        {"decode_ep", c.decode.ep_size},
                        {"decode_redundant_experts_per_gpu", c.decode.redundant_experts_per_gpu},
-                       {"scheduler", c.prefill.scheduler},
+                       {"scheduler", {{"prefill", c.prefill.scheduler}, {"decode", c.decode.scheduler}}},
                        {"eplb", {{"prefill", c.prefill.eplb}, {"decode", c.decode.eplb}}}};
     s["simulated_s"] = m.simulated_s;
     s["measurement_window_s"] = {c.workload.warmup_s, c.workload.duration_s};
@@ -101,15 +101,63 @@ json make_summary(const SimConfig& c, const RunMetrics& m) {
     s["tpot_s"] = all["tpot_s"];
     s["tokens_per_user_s"] = all["tokens_per_user_s"];
     s["by_class"] = {{"chat", latency_block(c, m, 0)}, {"agent", latency_block(c, m, 1)}};
-    s["prefix_cache_hit_rate"] = nullptr;
-    s["prefix_cache"] =
-        "not modelled: the SimpleScheduler has no prefix cache (the full Scheduler, issue #3, adds it)";
+    if (!m.full_scheduler) {
+        s["prefix_cache_hit_rate"] = nullptr;
+        s["prefix_cache"] = "not modelled: the SimpleScheduler has no prefix cache (\"scheduler\": \"full\")";
+    } else {
+        double prompt[kNumTrafficClasses] = {0, 0}, cached[kNumTrafficClasses] = {0, 0};
+        for (const RequestRecord& r : m.requests) {
+            if (!in_window(c, r) || r.cached_tokens < 0) continue;
+            const auto k = static_cast<std::size_t>(r.request.traffic_class);
+            prompt[k] += r.request.prompt_tokens;
+            cached[k] += r.cached_tokens;
+        }
+        auto rate = [](double num, double den) -> json { return den > 0 ? json(num / den) : json(nullptr); };
+        const double p_all = prompt[0] + prompt[1], c_all = cached[0] + cached[1];
+        s["prefix_cache_hit_rate"] = rate(c_all, p_all);
+        s["prefix_cache"] = {
+            {"hit_rate",
+             {{"overall", rate(c_all, p_all)},
+              {"chat", rate(cached[0], prompt[0])},
+              {"agent", rate(cached[1], prompt[1])}}},
+            {"prompt_tokens", p_all},
+            {"cached_tokens", c_all},
+            {"prefill_throughput_gain", rate(p_all, p_all - c_all)},
+            {"prompt_tok_s_per_prefill_gpu", m.prefill.num_gpus > 0 && window > 0
+                                                 ? json(p_all / (window * m.prefill.num_gpus))
+                                                 : json(nullptr)},
+            {"swa_replay_tokens", m.replay_tokens},
+            {"tier_read_GB", m.tier_read_bytes / 1e9},
+            {"decode_store_write_GB", m.decode_store_write_bytes / 1e9},
+            {"decode_store_blocks_written", m.decode_store_blocks_written},
+            {"note",
+             "hit = prompt tokens not recomputed at first prefill admission (HBM, host and store hits, "
+             "minus SWA replay), requests arriving in the window; gain = prompt tokens / computed"}};
+    }
+    if (m.draft_seq_steps > 0) {
+        const auto n = static_cast<double>(m.draft_seq_steps);
+        s["speculative"] = {
+            {"draft_seq_steps", m.draft_seq_steps},
+            {"verified_drafts_per_seq_step", static_cast<double>(m.verified_drafts) / n},
+            {"accepted_length", 1.0 + static_cast<double>(m.accepted_drafts) / n},
+            {"acceptance_rate", m.verified_drafts > 0 ? static_cast<double>(m.accepted_drafts) /
+                                                            static_cast<double>(m.verified_drafts)
+                                                      : 0.0}};
+    } else {
+        s["speculative"] = nullptr;
+    }
     s["ep_imbalance_max_mean"] = {{"prefill", imbalance(m.prefill)}, {"decode", imbalance(m.decode)}};
     s["eplb_replacements"] = m.num_placements;
     s["kv_handoff"] = {{"count", m.num_handoffs},
                        {"mean_bytes", m.num_handoffs ? m.handoff_bytes / m.num_handoffs : 0.0},
                        {"mean_time_s", m.num_handoffs ? m.handoff_time_s / m.num_handoffs : 0.0}};
     s["steps"] = {{"prefill", m.prefill.num_steps}, {"decode", m.decode.num_steps}};
+    auto per_rank = [](const RoleMetrics& r, const InstanceGroupConfig& g) -> json {
+        if (r.window_steps <= 0) return nullptr;
+        return r.window_seqs / r.window_steps / g.gpus_per_instance;
+    };
+    s["mean_seqs_per_step_per_rank"] = {{"prefill", per_rank(m.prefill, c.prefill)},
+                                        {"decode", per_rank(m.decode, c.decode)}};
     s["gpu_busy_fraction"] = {{"prefill", m.simulated_s > 0 && c.prefill.num_instances > 0
                                               ? m.prefill.busy_s / (m.simulated_s * c.prefill.num_instances)
                                               : 0.0},
@@ -127,7 +175,8 @@ std::string make_requests_csv(const RunMetrics& m) {
     std::ostringstream out;
     out << "id,class,session_id,turn,arrival_s,prompt_tokens,shared_prefix_tokens,output_tokens,prefill_"
            "instance,"
-           "decode_instance,first_token_s,handoff_done_s,finish_s,ttft_s,tpot_s,status,retries\n";
+           "decode_instance,first_token_s,handoff_done_s,finish_s,ttft_s,tpot_s,status,retries,cached_"
+           "tokens\n";
     char buf[512];
     for (const RequestRecord& r : m.requests) {
         const char* status = r.status == RequestStatus::kCompleted  ? "completed"
@@ -136,11 +185,12 @@ std::string make_requests_csv(const RunMetrics& m) {
         const double ttft = r.first_token_s >= 0 ? r.first_token_s - r.request.arrival_s : -1;
         const double tp = r.status == RequestStatus::kCompleted && r.output_tokens > 1 ? tpot(r) : -1;
         std::snprintf(
-            buf, sizeof buf, "%lld,%s,%llu,%d,%.6f,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%s,%d\n",
+            buf, sizeof buf, "%lld,%s,%llu,%d,%.6f,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%s,%d,%d\n",
             static_cast<long long>(r.request.id.value()), std::string(name(r.request.traffic_class)).c_str(),
             static_cast<unsigned long long>(r.request.session_id), r.request.turn, r.request.arrival_s,
             r.request.prompt_tokens, r.request.shared_prefix_tokens, r.output_tokens, r.prefill_instance,
-            r.decode_instance, r.first_token_s, r.handoff_done_s, r.finish_s, ttft, tp, status, r.retries);
+            r.decode_instance, r.first_token_s, r.handoff_done_s, r.finish_s, ttft, tp, status, r.retries,
+            r.cached_tokens);
         out << buf;
     }
     return out.str();
@@ -193,7 +243,18 @@ std::string make_human_summary(const json& s) {
       << " tok/s per user, p50)\n";
     o << "  EP imbalance max/mean: prefill " << num(s["ep_imbalance_max_mean"]["prefill"]) << ", decode "
       << num(s["ep_imbalance_max_mean"]["decode"]) << "\n";
-    o << "  prefix cache: " << s["prefix_cache"].get<std::string>() << "\n";
+    if (s["prefix_cache"].is_string()) {
+        o << "  prefix cache: " << s["prefix_cache"].get<std::string>() << "\n";
+    } else {
+        const json& h = s["prefix_cache"]["hit_rate"];
+        o << "  prefix cache hit rate: " << num(h["overall"], 100) << "% (chat " << num(h["chat"], 100)
+          << "%, agent " << num(h["agent"], 100) << "%), prefill gain "
+          << num(s["prefix_cache"]["prefill_throughput_gain"]) << "x\n";
+    }
+    if (!s["speculative"].is_null())
+        o << "  speculative: " << num(s["speculative"]["verified_drafts_per_seq_step"])
+          << " drafts verified per sequence-step, accepted length "
+          << num(s["speculative"]["accepted_length"]) << "\n";
     return o.str();
 }
 

@@ -19,10 +19,17 @@ struct RequestRecord {
     SimRequest request;
     std::int32_t prefill_instance = -1;
     std::int32_t decode_instance = -1;
+    /// DP ranks (full scheduler) and the uncached prompt tokens the router charged to the prefill rank.
+    std::int32_t prefill_rank = -1;
+    std::int32_t decode_rank = -1;
+    std::int32_t routed_uncached_tokens = 0;
     double first_token_s = -1;
     double handoff_done_s = -1;
     double finish_s = -1;
     std::int32_t output_tokens = 0;
+    /// Prompt tokens not recomputed at the first prefill admission (prefix-cache hits minus SWA
+    /// replay); -1 when the scheduler has no prefix cache.
+    std::int32_t cached_tokens = -1;
     std::int32_t retries = 0;
     RequestStatus status = RequestStatus::kPending;
 };
@@ -33,6 +40,9 @@ struct RoleMetrics {
     std::int64_t num_steps = 0;
     double window_tokens = 0;
     double window_output_tokens = 0;
+    /// Steps ending in the window and the sequences they carried (all instances of the role).
+    double window_steps = 0;
+    double window_seqs = 0;
     double imbalance_weighted = 0;
     double imbalance_weight = 0;
     double busy_s = 0;
@@ -54,6 +64,20 @@ struct RunMetrics {
     std::int64_t num_placements = 0;
     double handoff_bytes = 0;
     double handoff_time_s = 0;
+    /// The full Scheduler ran (prefix cache, speculative decoding reported).
+    bool full_scheduler = false;
+    /// Whole run: SWA replay tokens, bytes read from host memory / the store into HBM, bytes the
+    /// decode side wrote to the store (finished agent turns, erasure overhead included).
+    double replay_tokens = 0;
+    double tier_read_bytes = 0;
+    double decode_store_write_bytes = 0;
+    std::int64_t decode_store_blocks_written = 0;
+    /// Speculative decoding over decode steps ending in the window.
+    std::int64_t draft_seq_steps = 0;
+    std::int64_t verified_drafts = 0;
+    std::int64_t accepted_drafts = 0;
+    /// Requests whose prefill was redone after a fault (re-prefilled) and in-flight transfers retried.
+    std::int64_t num_fault_events = 0;
     std::vector<RequestRecord> requests;
     std::vector<std::string> instance_names;
     std::vector<TimelineEvent> timeline;

@@ -1,5 +1,7 @@
 // End-to-end `deepinfer simulate` runs (each in its own process: SimGrid allows one engine per
 // process): determinism, the golden small scenario, and one-line errors for bad configs.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -7,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 #include "policies/common/json_reader.h"
 
@@ -25,7 +26,8 @@ std::string slurp(const fs::path& p) {
 /// Runs the CLI; returns its exit code, stdout+stderr in `output`.
 int run_cli(const std::string& args, std::string& output) {
     // NOTE: one log per process: ctest runs test cases in parallel processes.
-    const fs::path log = fs::temp_directory_path() / ("deepinfer_sim_cli." + std::to_string(getpid()) + ".log");
+    const fs::path log =
+        fs::temp_directory_path() / ("deepinfer_sim_cli." + std::to_string(getpid()) + ".log");
     const std::string cmd =
         std::string(DEEPINFER_CLI) + " simulate " + args + " --no-progress > " + log.string() + " 2>&1";
     const int rc = std::system(cmd.c_str());
@@ -60,18 +62,50 @@ TEST_CASE("simulate: the same config and seed give byte-identical summary and pe
     CHECK(slurp(a / "requests.csv") != slurp(c / "requests.csv"));
 }
 
-TEST_CASE("simulate: the small scenario matches its golden files", "[sim][cli][golden]") {
-    const fs::path dir = fs::temp_directory_path() / "deepinfer_sim_golden";
-    std::string out;
-    REQUIRE(run_cli("--config " + kSmall.string() + " --out " + dir.string(), out) == 0);
-    const fs::path golden_summary = kSource / "tests/golden/sim/small_summary.json";
-    const fs::path golden_csv = kSource / "tests/golden/sim/small_requests.csv";
-    if (const char* u = std::getenv("DEEPINFER_UPDATE_GOLDEN"); u != nullptr && std::string(u) == "1") {
-        std::ofstream(golden_summary, std::ios::binary) << deterministic_summary(dir);
-        std::ofstream(golden_csv, std::ios::binary) << slurp(dir / "requests.csv");
+TEST_CASE("simulate: the small scenarios match their golden files", "[sim][cli][golden]") {
+    // small: SimpleScheduler everywhere; small_full: one policies Scheduler per DP rank, prefix cache
+    // with the shared store, DSpark dynamic verification on decode.
+    for (const std::string name : {"small", "small_full"}) {
+        const fs::path dir = fs::temp_directory_path() / ("deepinfer_sim_golden_" + name);
+        std::string out;
+        const fs::path config = kSource / ("tests/golden/sim/" + name + "_config.json");
+        REQUIRE(run_cli("--config " + config.string() + " --out " + dir.string(), out) == 0);
+        const fs::path golden_summary = kSource / ("tests/golden/sim/" + name + "_summary.json");
+        const fs::path golden_csv = kSource / ("tests/golden/sim/" + name + "_requests.csv");
+        if (const char* u = std::getenv("DEEPINFER_UPDATE_GOLDEN"); u != nullptr && std::string(u) == "1") {
+            std::ofstream(golden_summary, std::ios::binary) << deterministic_summary(dir);
+            std::ofstream(golden_csv, std::ios::binary) << slurp(dir / "requests.csv");
+        }
+        INFO(name);
+        CHECK(deterministic_summary(dir) == slurp(golden_summary));
+        CHECK(slurp(dir / "requests.csv") == slurp(golden_csv));
     }
-    CHECK(deterministic_summary(dir) == slurp(golden_summary));
-    CHECK(slurp(dir / "requests.csv") == slurp(golden_csv));
+}
+
+TEST_CASE("simulate: the full scheduler run is deterministic, caches agent turns and verifies drafts",
+          "[sim][cli]") {
+    const fs::path full = kSource / "tests/golden/sim/small_full_config.json";
+    const fs::path a = fs::temp_directory_path() / "deepinfer_sim_full_a";
+    const fs::path b = fs::temp_directory_path() / "deepinfer_sim_full_b";
+    std::string out;
+    REQUIRE(run_cli("--config " + full.string() + " --out " + a.string(), out) == 0);
+    REQUIRE(run_cli("--config " + full.string() + " --out " + b.string(), out) == 0);
+    CHECK(deterministic_summary(a) == deterministic_summary(b));
+    CHECK(slurp(a / "requests.csv") == slurp(b / "requests.csv"));
+    const auto s = nlohmann::json::parse(slurp(a / "summary.json"));
+    CHECK(s["requests_completed"].get<int>() == s["requests_arrived"].get<int>());
+    // Agent turns resend their history: most of their prompt comes from the cache.
+    const double agent = s["prefix_cache"]["hit_rate"]["agent"].get<double>();
+    CHECK(agent > 0.5);
+    CHECK(agent <= 1.0);
+    CHECK(s["prefix_cache"]["prefill_throughput_gain"].get<double>() > 1.0);
+    // Dynamic verification verifies at most the 5 drafts; the accepted length is 1 + accepted drafts.
+    const double verified = s["speculative"]["verified_drafts_per_seq_step"].get<double>();
+    const double accepted_length = s["speculative"]["accepted_length"].get<double>();
+    CHECK(verified > 0);
+    CHECK(verified <= 5.0);
+    CHECK(accepted_length > 1.0);
+    CHECK(accepted_length <= 1.0 + verified);
 }
 
 TEST_CASE("simulate: a finished run accounts for every request and names its profile", "[sim][cli]") {

@@ -1,0 +1,53 @@
+// DpGroupScheduler: one instance's data-parallel attention ranks, each planned by its own
+// policies/scheduler Scheduler (own KV pool and prefix cache), presented to the engine/core Instance
+// loop as one StepScheduler whose plans are the ranks' plans side by side (one synchronised EP step).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "policies/dspark/dspark_verify_adapter.h"
+#include "policies/scheduler/scheduler.h"
+#include "policies/scheduler/step_scheduler.h"
+
+namespace deepinfer::sim {
+
+class DpGroupScheduler final : public StepScheduler {
+public:
+    /// `ranks[r]` plans DP rank r (its config's dp_rank must be r). `verify[r]` (may be empty or hold
+    /// nulls) is the verify policy ranks[r] points to; owned here so that it outlives the rank.
+    DpGroupScheduler(std::vector<std::unique_ptr<Scheduler>> ranks,
+                     std::vector<std::unique_ptr<DsparkVerifyAdapter>> verify);
+
+    /// Queues on the least loaded rank (fewest running + waiting; ties to the lower rank).
+    void add_request(Request request) override;
+    /// Queues on `rank` (the router's choice).
+    void add_request(Request request, std::int32_t rank);
+    StepPlan schedule(double now_s) override;
+    CommitResult commit(const StepPlan& plan, const StepOutcome& outcome, double now_s) override;
+    std::vector<FinishedRequest> take_rejected() override;
+    bool has_unfinished() const override;
+
+    std::int32_t num_ranks() const { return static_cast<std::int32_t>(ranks_.size()); }
+    const Scheduler& rank(std::int32_t r) const { return *ranks_[static_cast<std::size_t>(r)]; }
+
+private:
+    struct Part {
+        std::int32_t rank = 0;
+        std::int64_t step_id = -1;
+        std::size_t num_seqs = 0;
+    };
+    struct Launched {
+        std::int64_t step_id = -1;
+        std::vector<Part> parts;
+    };
+
+    std::vector<std::unique_ptr<Scheduler>> ranks_;
+    std::vector<std::unique_ptr<DsparkVerifyAdapter>> verify_;
+    std::deque<Launched> launched_;
+    std::int64_t next_step_id_ = 0;
+};
+
+}  // namespace deepinfer::sim
