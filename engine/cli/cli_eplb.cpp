@@ -19,6 +19,10 @@ namespace {
 
 namespace po = boost::program_options;
 
+// Drift weight when placing for the next period: validated on fresh draws of the drifting traces of
+// experiments/04_eplb_vs_deepseek (not on the compared trace itself).
+constexpr double kNextPeriodDriftWeight = 0.3;
+
 struct EplbArgs {
     std::string trace;
     std::string out;
@@ -28,6 +32,7 @@ struct EplbArgs {
     double beta = 0.2;
     bool hierarchical = false;
     bool replay = false;
+    double drift_weight = -1.0;
     PlacementOptions options;
 };
 
@@ -56,12 +61,14 @@ void replay(const LoadTrace& trace, const EplbArgs& a) {
         {"last", {.kind = PredictorKind::kLastWindow, .alpha = 1.0, .beta = a.beta}},
         {"ema", {.kind = PredictorKind::kEma, .alpha = a.alpha, .beta = a.beta}},
         {"holt", {.kind = PredictorKind::kHolt, .alpha = a.alpha, .beta = a.beta}}};
+    PlacementOptions next_period = a.options, own_loads = a.options;
+    if (a.drift_weight < 0.0) next_period.drift_weight = kNextPeriodDriftWeight, own_loads.drift_weight = 0.0;
     for (const auto& row : rows) {
         LoadPredictor predictor(row.config);
         double sum = 0.0;
         for (std::size_t t = 1; t < trace.windows.size(); ++t) {
             predictor.observe(trace.windows[t - 1]);
-            const auto placed = compute_placement(predictor.predict(), a.options);
+            const auto placed = compute_placement(predictor.predict(), next_period);
             double layer_sum = 0.0;
             for (std::int32_t l = 0; l < trace.num_layers; ++l)
                 layer_sum += measure_balance(placed.placement.layers[static_cast<std::size_t>(l)],
@@ -73,7 +80,7 @@ void replay(const LoadTrace& trace, const EplbArgs& a) {
     }
     double oracle = 0.0;
     for (std::size_t t = 1; t < trace.windows.size(); ++t)
-        oracle += mean_of(compute_placement(trace.windows[t], a.options).layers, false);
+        oracle += mean_of(compute_placement(trace.windows[t], own_loads).layers, false);
     std::printf("  %-6s %.4f   (placed from the window itself)\n", "oracle",
                 oracle / static_cast<double>(trace.windows.size() - 1));
 }
@@ -126,8 +133,19 @@ int run_eplb(const Args& args) {
         "router split: weighted (per-replica shares) or uniform (1/replicas)")(
         "spread", po::value(&a.options.split_spread)->default_value(0.0),
         "weighted split: weight of spreading each expert over its replicas (robustness to drift)")(
-        "predict", po::value(&a.predict)->default_value("sum"),
-        "loads to place for: sum (all windows), last, ema, holt")(
+        "hedge-reach", po::value(&a.options.hedge_reach)->default_value(a.options.hedge_reach),
+        "hedging: rank neighbours whose load an expert may take (0 = off)")(
+        "hedge-slack", po::value(&a.options.hedge_slack)->default_value(a.options.hedge_slack),
+        "hedging may raise a GPU's load to lower bound * (1 + slack)")(
+        "drift-weight", po::value(&a.drift_weight)->default_value(-1.0),
+        "robustness to drift in [0, 1]: weight of the mean max GPU load over single rank swaps against the "
+        "max on the given loads when choosing among placements; -1 = auto (0.3 with --predict "
+        "last/ema/holt, placing for the next period; 0 with sum)")(
+        "hedge-min-pair", po::value(&a.options.hedge_min_pair)->default_value(a.options.hedge_min_pair),
+        "hedging ignores pairs below this fraction of the largest risk weight")(
+        "hedge-rounds", po::value(&a.options.max_hedge_rounds)->default_value(a.options.max_hedge_rounds),
+        "hedging: improving swaps per layer")("predict", po::value(&a.predict)->default_value("sum"),
+                                              "loads to place for: sum (all windows), last, ema, holt")(
         "alpha", po::value(&a.alpha)->default_value(0.5), "ema/holt weight of the newest window")(
         "beta", po::value(&a.beta)->default_value(0.2), "holt weight of the newest trend")(
         "replay", po::bool_switch(&a.replay),
@@ -151,6 +169,10 @@ int run_eplb(const Args& args) {
         throw ConfigError("command line", "--split", "weighted or uniform", "\"" + a.split + "\"");
     if (a.predict != "sum") parse_predictor_kind(a.predict);
     a.options.split = a.split == "weighted" ? SplitMode::kWeighted : SplitMode::kUniform;
+    // Placing for the next period (a predictor) weighs robustness to drift; placing for the trace's
+    // own loads (sum) does not.
+    a.options.drift_weight =
+        a.drift_weight >= 0.0 ? a.drift_weight : (a.predict == "sum" ? 0.0 : kNextPeriodDriftWeight);
     a.hierarchical = a.hierarchical || a.options.num_groups > 0;
     a.options.hierarchical = a.hierarchical;
     return run(a);

@@ -61,6 +61,22 @@ def make_trace(weights, layers, windows, drift, tokens, seed):
     return {"layers": layers, "experts": n, "windows": out}
 
 
+def fresh_next_window(loads, weights, drift, tokens, rng):
+    """One fresh draw of the next window of the drift model, from the popularity order of `loads`."""
+    n = len(loads)
+    order = sorted(range(n), key=lambda e: (-loads[e], e))
+    for i in range(n - 1):
+        if rng.random() < drift:
+            j = i + 1 + rng.randrange(min(8, n - 1 - i))
+            order[i], order[j] = order[j], order[i]
+    total_w = sum(weights)
+    row = [0.0] * n
+    for rank, e in enumerate(order):
+        mean = tokens * weights[rank] / total_w
+        row[e] = float(max(0, round(mean + rng.gauss(0, 1) * math.sqrt(mean))))
+    return row
+
+
 def gpu_max_over_mean(phy2log, share, loads, gpus):
     per_gpu = len(phy2log) // gpus
     counts = [0] * len(loads)
@@ -126,6 +142,9 @@ def main():
     ap.add_argument("--windows", type=int, default=6, help="windows of the drifting traces")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--drift", type=float, default=0.05, help="per-window adjacent-rank swap probability")
+    ap.add_argument("--fresh-draws", type=int, default=0,
+                    help="drift rows: also score every placement on this many fresh draws of the next window "
+                         "per layer (the expected value under the drift model, not just this trace's luck)")
     ap.add_argument("--json-out", default="")
     args = ap.parse_args()
 
@@ -166,7 +185,9 @@ def main():
                 print(json.dumps(rows[-1]), flush=True)
             # Drifting trace: place from windows < t, score on window t.
             trace = make_trace(zipf_weights(EXPERTS, 1.0), args.layers, args.windows, args.drift, 200000, args.seed * 1000 + 99)
-            acc = {"eplb_py": [], "ours_uniform": [], "ours_weighted": [], "ours_weighted_ema": [], "oracle": []}
+            acc = {"eplb_py": [], "ours_uniform": [], "ours_weighted": [], "ours_weighted_ema": [], "oracle": [],
+                   "fresh_eplb_py": [], "fresh_ours_uniform": [], "fresh_ours_weighted": []}
+            fresh_rng = random.Random(args.seed * 7919 + gpus * 10 + redundant)
             for t in range(1, args.windows):
                 sub = dict(trace, windows=trace["windows"][:t])
                 spath = os.path.join(tmp, "drift_sub.json")
@@ -181,12 +202,27 @@ def main():
                 acc["ours_weighted"].append(mean(score(w["layers"], nxt, gpus, True)))
                 e, _ = run_ours(args.cli, spath, gpus, redundant, "weighted", "ema", os.path.join(tmp, "e.json"))
                 acc["ours_weighted_ema"].append(mean(score(e["layers"], nxt, gpus, True)))
+                last = trace["windows"][t - 1]
+                for _ in range(args.fresh_draws):
+                    draw = [fresh_next_window(last[l], zipf_weights(EXPERTS, 1.0), args.drift, 200000, fresh_rng)
+                            for l in range(len(last))]
+                    acc["fresh_eplb_py"].append(mean(score([{"phy2log": p} for p in ref], draw, gpus, False)))
+                    acc["fresh_ours_uniform"].append(mean(score(u["layers"], draw, gpus, False)))
+                    acc["fresh_ours_weighted"].append(mean(score(w["layers"], draw, gpus, True)))
             rows.append({"trace": f"drift{args.drift} x{args.windows - 1}", "gpus": gpus, "redundant": redundant, "slots": slots,
                          **{k: mean(v) for k, v in acc.items() if v}})
             print(json.dumps(rows[-1]), flush=True)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(rows, f, indent=1)
+    if args.fresh_draws:
+        print(f"\nDrift rows, expected over {args.fresh_draws} fresh draws of each next window:")
+        print("| EP | R | eplb.py | ours uniform | ours weighted |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            if "fresh_eplb_py" in r:
+                print(f"| {r['gpus']} | {r['redundant']} | {r['fresh_eplb_py']:.4f} | {r['fresh_ours_uniform']:.4f} | "
+                      f"{r['fresh_ours_weighted']:.4f} |")
     print("\n| trace | EP | R | slots/GPU | eplb.py | ours uniform | ours weighted | ours weighted+EMA | bound |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:

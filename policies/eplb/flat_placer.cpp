@@ -1,10 +1,12 @@
 // Flat placement of one layer: greedy replica counts, LPT assignment with the one-replica-per-GPU
-// rule, swap local search on the most-loaded GPU, then water-filling of the router split.
+// rule, swap local search on the most-loaded GPU, hedging swaps against rank drift, then
+// water-filling of the router split (or the fill placement when it scores better).
 #include "policies/eplb/flat_placer.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <queue>
 
 #include "policies/common/check.h"
@@ -17,6 +19,9 @@ using Index = std::size_t;
 
 // The weighted split repairs what swaps leave, so fewer swap rounds suffice.
 constexpr std::int32_t kWeightedSwapRounds = 64;
+// Hedging stops after this many GPUs in a row found no improving swap (rounds without a swap cost as
+// much as rounds with one).
+constexpr std::int32_t kMaxStuckInARow = 8;
 // A packed placement within this fraction of the lower bound is kept (no fill attempt).
 constexpr double kGoodEnough = 1e-3;
 
@@ -40,6 +45,8 @@ public:
 
     void assign(const std::vector<std::int32_t>& counts);
     void swap_search(std::int32_t max_rounds);
+    void hedge_search(std::int32_t reach, double min_pair, double cap, std::int32_t max_rounds);
+    double max_load() const { return gpu_load_[ix(most_loaded_gpu())]; }
     FlatSolution solution() const;
 
 private:
@@ -51,6 +58,23 @@ private:
     void put(std::int32_t g, std::int32_t e);
     void repair_and_put(std::int32_t e);
     std::int32_t most_loaded_gpu() const;
+    // Hedging (see hedge_search).
+    struct Pair {
+        std::int32_t other;
+        double weight;
+    };
+    std::span<const Pair> heavier(std::int32_t e) const {
+        return {pairs_.data() + up_begin_[ix(e)], pairs_.data() + dn_begin_[ix(e)]};
+    }
+    std::span<const Pair> lighter(std::int32_t e) const {
+        return {pairs_.data() + dn_begin_[ix(e)], pairs_.data() + up_begin_[ix(e) + 1]};
+    }
+    bool has_pairs(std::int32_t e) const { return up_begin_[ix(e)] != up_begin_[ix(e) + 1]; }
+    double pair_weight(std::int32_t x, std::int32_t y) const;
+    double unhedged(std::int32_t g, std::int32_t f) const;
+    double hedging(std::int32_t g, std::int32_t e) const;
+    double gpu_risk(std::int32_t g) const;
+    void rank_experts(std::int32_t reach, double min_pair);
 
     std::span<const double> w_;
     std::int32_t num_experts_;
@@ -62,6 +86,13 @@ private:
     std::vector<std::uint8_t> holds_;
     std::vector<double> gpu_load_;  // under the uniform split
     double tol_ = 0.0;
+    std::int32_t reach_ = 0;
+    // Risk pairs (heavier e, lighter f within reach ranks, weight (w_e - w_f)^2 / (r_e r_f) at least
+    // min_pair of the largest): per expert its heavier partners, then its lighter partners.
+    std::vector<Pair> pairs_;
+    std::vector<std::size_t> up_begin_, dn_begin_;
+    std::vector<std::int32_t> partnered_;                        // experts in at least one pair, by id
+    std::vector<double> out_, in_g_, in_h_, slot_load_, min_h_;  // hedge_search scratch
 };
 
 void FlatPlacer::put(std::int32_t g, std::int32_t e) {
@@ -94,6 +125,8 @@ void FlatPlacer::repair_and_put(std::int32_t e) {
     DI_CHECK(false, "no GPU can take a replica of expert " << e);
 }
 
+// LPT: replicas by load per replica, each to the least-loaded GPU with a free slot that lacks the
+// expert.
 void FlatPlacer::assign(const std::vector<std::int32_t>& counts) {
     counts_ = counts;
     std::vector<std::int32_t> order(ix(num_experts_));
@@ -159,6 +192,175 @@ void FlatPlacer::swap_search(std::int32_t max_rounds) {
     }
 }
 
+double FlatPlacer::pair_weight(std::int32_t x, std::int32_t y) const {
+    for (const Pair& p : heavier(x))
+        if (p.other == y) return p.weight;
+    for (const Pair& p : lighter(x))
+        if (p.other == y) return p.weight;
+    return 0.0;
+}
+
+// Risk weight of replica f on g: its heavier partners that g lacks.
+double FlatPlacer::unhedged(std::int32_t g, std::int32_t f) const {
+    double sum = 0.0;
+    for (const Pair& p : heavier(f))
+        if (!holds(g, p.other)) sum += p.weight;
+    return sum;
+}
+
+// Risk weight that e's replica on g offsets: its lighter partners on g.
+double FlatPlacer::hedging(std::int32_t g, std::int32_t e) const {
+    double sum = 0.0;
+    for (const Pair& p : lighter(e))
+        if (holds(g, p.other)) sum += p.weight;
+    return sum;
+}
+
+double FlatPlacer::gpu_risk(std::int32_t g) const {
+    double sum = 0.0;
+    for (std::int32_t k = 0; k < slots_; ++k) sum += unhedged(g, expert_[ix(g * slots_ + k)]);
+    return sum;
+}
+
+// Ranks the experts by load (ties: lower id) and lists the risk pairs.
+void FlatPlacer::rank_experts(std::int32_t reach, double min_pair) {
+    reach_ = reach;
+    std::vector<std::int32_t> by_pos(ix(num_experts_));
+    std::iota(by_pos.begin(), by_pos.end(), 0);
+    std::stable_sort(by_pos.begin(), by_pos.end(),
+                     [&](std::int32_t a, std::int32_t b) { return w_[ix(a)] > w_[ix(b)]; });
+    auto weight = [&](std::int32_t e, std::int32_t f) {
+        const double gap = w_[ix(e)] - w_[ix(f)];
+        return gap * gap / (static_cast<double>(counts_[ix(e)]) * counts_[ix(f)]);
+    };
+    double largest = 0.0;
+    for (std::int32_t p = 0; p < num_experts_; ++p)
+        for (std::int32_t q = std::max(0, p - reach); q < p; ++q)
+            largest = std::max(largest, weight(by_pos[ix(q)], by_pos[ix(p)]));
+    const double floor = min_pair * largest;
+    pairs_.clear();
+    up_begin_.assign(ix(num_experts_) + 1, 0);
+    dn_begin_.assign(ix(num_experts_) + 1, 0);
+    std::vector<std::int32_t> pos(ix(num_experts_));
+    for (std::int32_t p = 0; p < num_experts_; ++p) pos[ix(by_pos[ix(p)])] = p;
+    for (std::int32_t e = 0; e < num_experts_; ++e) {
+        const std::int32_t p = pos[ix(e)];
+        up_begin_[ix(e)] = pairs_.size();
+        for (std::int32_t q = std::max(0, p - reach); q < p; ++q)
+            if (const double wt = weight(by_pos[ix(q)], e); wt > 0.0 && wt >= floor)
+                pairs_.push_back({by_pos[ix(q)], wt});
+        dn_begin_[ix(e)] = pairs_.size();
+        for (std::int32_t q = p + 1; q <= std::min(num_experts_ - 1, p + reach); ++q)
+            if (const double wt = weight(e, by_pos[ix(q)]); wt > 0.0 && wt >= floor)
+                pairs_.push_back({by_pos[ix(q)], wt});
+        up_begin_[ix(e) + 1] = pairs_.size();  // overwritten by the next expert's start
+    }
+    partnered_.clear();
+    for (std::int32_t e = 0; e < num_experts_; ++e)
+        if (has_pairs(e)) partnered_.push_back(e);
+}
+
+// NOTE: Hedging. Loads drift mostly by experts trading places in the popularity order, and one
+// layer's total is fixed, so when an expert f takes the load of a heavier neighbour e, e falls by as
+// much as f rises. A GPU holding replicas of both sees the rise offset by the fall (uniform split:
+// (w_e - w_f) (1/r_f - 1/r_e) instead of (w_e - w_f) / r_f), and the max GPU load after such a swap
+// is set by the worst replica of f. The search minimises the total risk weight of replicas lacking
+// a heavier neighbour within `reach` ranks, weight (w_e - w_f)^2 / (r_e r_f) (the rise times the
+// offset), by swaps that keep every GPU's load <= cap. Each round takes the best swap of the GPU
+// with the largest risk; a GPU without an improving swap is skipped until a swap changes it.
+void FlatPlacer::hedge_search(std::int32_t reach, double min_pair, double cap, std::int32_t max_rounds) {
+    rank_experts(reach, min_pair);
+    if (pairs_.empty()) return;
+    // out_[slot]: change of its GPU's risk when the replica leaves; in_g_[expert]: change of g's risk
+    // when the expert joins g; in_h_[h * S + a]: change of h's risk when g's a-th replica joins h.
+    // A swap x <-> y of partners corrects these by twice their pair weight.
+    out_.assign(expert_.size(), 0.0);
+    slot_load_.resize(expert_.size());
+    for (std::size_t k = 0; k < expert_.size(); ++k) slot_load_[k] = replica_load(expert_[k]);
+    in_g_.assign(ix(num_experts_), 0.0);  // stays 0 for experts without pairs
+    in_h_.assign(expert_.size(), 0.0);
+    min_h_.assign(ix(num_gpus_), 0.0);
+    auto refresh_out = [&](std::int32_t g) {
+        for (std::int32_t k = 0; k < slots_; ++k) {
+            const std::int32_t x = expert_[ix(g * slots_ + k)];
+            out_[ix(g * slots_ + k)] = -unhedged(g, x) + hedging(g, x);
+        }
+    };
+    std::vector<double> risk(ix(num_gpus_));
+    for (std::int32_t g = 0; g < num_gpus_; ++g) risk[ix(g)] = gpu_risk(g), refresh_out(g);
+    std::vector<std::uint8_t> stuck(ix(num_gpus_), 0);
+    double total_w = 0.0;
+    for (const Pair& p : pairs_) total_w += p.weight;
+    const double min_gain = 1e-9 * total_w;
+    std::int32_t stuck_in_a_row = 0;
+    for (std::int32_t round = 0; round < max_rounds; ++round) {
+        std::int32_t g = -1;
+        for (std::int32_t h = 0; h < num_gpus_; ++h)
+            if (stuck[ix(h)] == 0 && risk[ix(h)] > min_gain && (g < 0 || risk[ix(h)] > risk[ix(g)])) g = h;
+        if (g < 0) return;
+        for (std::int32_t e : partnered_) in_g_[ix(e)] = holds(g, e) ? 0.0 : unhedged(g, e) - hedging(g, e);
+        for (std::int32_t a = 0; a < slots_; ++a) {
+            const std::int32_t x = expert_[ix(g * slots_ + a)];
+            if (!has_pairs(x)) continue;
+            for (std::int32_t h = 0; h < num_gpus_; ++h)
+                in_h_[ix(h * slots_ + a)] = holds(h, x) ? 0.0 : unhedged(h, x) - hedging(h, x);
+        }
+        double best = -min_gain;
+        std::int32_t best_h = -1, best_a = -1, best_b = -1;
+        const double room_g = cap - gpu_load_[ix(g)];
+        const std::uint8_t* held_by_g = holds_.data() + ix(g) * ix(num_experts_);
+        // Lower bound of the h-side terms per GPU h (pair corrections are >= 0): skips most (a, h).
+        for (std::int32_t h = 0; h < num_gpus_; ++h) {
+            double m = 0.0;
+            for (std::int32_t b = 0; b < slots_; ++b) {
+                const std::int32_t y = expert_[ix(h * slots_ + b)];
+                if (held_by_g[ix(y)] == 0) m = std::min(m, in_g_[ix(y)] + out_[ix(h * slots_ + b)]);
+            }
+            min_h_[ix(h)] = m;
+        }
+        for (std::int32_t a = 0; a < slots_; ++a) {
+            const std::int32_t x = expert_[ix(g * slots_ + a)];
+            const double out_g = out_[ix(g * slots_ + a)];
+            const bool partnered = has_pairs(x);
+            const double load_x = replica_load(x);
+            for (std::int32_t h = 0; h < num_gpus_; ++h) {
+                if (h == g || holds(h, x)) continue;
+                if (out_g + (partnered ? in_h_[ix(h * slots_ + a)] : 0.0) + min_h_[ix(h)] >= best) continue;
+                const double room_h = cap - gpu_load_[ix(h)];
+                for (std::int32_t b = 0; b < slots_; ++b) {
+                    const std::int32_t y = expert_[ix(h * slots_ + b)];
+                    if ((!partnered && !has_pairs(y)) || held_by_g[ix(y)] != 0) continue;
+                    const double d = slot_load_[ix(h * slots_ + b)] - load_x;
+                    if (d > room_g || -d > room_h) continue;
+                    double delta = out_g + in_g_[ix(y)] + out_[ix(h * slots_ + b)] +
+                                   (partnered ? in_h_[ix(h * slots_ + a)] : 0.0);
+                    if (delta >= best) continue;
+                    if (partnered) delta += 2.0 * pair_weight(x, y);
+                    if (delta < best) best = delta, best_h = h, best_a = a, best_b = b;
+                }
+            }
+        }
+        if (best_h < 0) {
+            stuck[ix(g)] = 1;
+            if (++stuck_in_a_row == kMaxStuckInARow) return;
+            continue;
+        }
+        stuck_in_a_row = 0;
+        const Index sa = ix(g * slots_ + best_a), sb = ix(best_h * slots_ + best_b);
+        const std::int32_t ea = expert_[sa], eb = expert_[sb];
+        const double d = replica_load(ea) - replica_load(eb);
+        std::swap(expert_[sa], expert_[sb]);
+        std::swap(slot_load_[sa], slot_load_[sb]);
+        set_holds(g, ea, false), set_holds(g, eb, true);
+        set_holds(best_h, eb, false), set_holds(best_h, ea, true);
+        gpu_load_[ix(g)] -= d;
+        gpu_load_[ix(best_h)] += d;
+        risk[ix(g)] = gpu_risk(g), refresh_out(g);
+        risk[ix(best_h)] = gpu_risk(best_h), refresh_out(best_h);
+        stuck[ix(best_h)] = 0;
+    }
+}
+
 FlatSolution FlatPlacer::solution() const {
     FlatSolution out{.expert = expert_, .share = std::vector<double>(expert_.size())};
     for (std::size_t s = 0; s < expert_.size(); ++s) out.share[s] = 1.0 / counts_[ix(expert_[s])];
@@ -171,6 +373,70 @@ double max_gpu_load(std::span<const double> w, std::int32_t num_gpus, const Flat
     for (std::size_t s = 0; s < sol.expert.size(); ++s)
         load[s / per_gpu] += w[ix(sol.expert[s])] * sol.share[s];
     return *std::max_element(load.begin(), load.end());
+}
+
+// Mean, over the rank-swap pairs hedging weighs (heavier e, lighter f within `reach` ranks, weight
+// at least min_pair of the largest), of the max GPU load after e and f trade loads: how badly
+// the placement with its split takes the typical drift of the popularity order.
+double swap_stress(std::span<const double> w, std::int32_t num_gpus, const FlatSolution& sol,
+                   std::int32_t reach, double min_pair) {
+    const auto num_experts = static_cast<std::int32_t>(w.size());
+    const std::size_t per_gpu = sol.expert.size() / ix(num_gpus);
+    std::vector<double> load(ix(num_gpus), 0.0);
+    std::vector<std::int32_t> counts(w.size(), 0);
+    std::vector<std::vector<std::size_t>> slots_of(w.size());
+    for (std::size_t s = 0; s < sol.expert.size(); ++s) {
+        const std::int32_t e = sol.expert[s];
+        load[s / per_gpu] += w[ix(e)] * sol.share[s];
+        ++counts[ix(e)];
+        slots_of[ix(e)].push_back(s);
+    }
+    std::vector<std::int32_t> by_load(ix(num_gpus));
+    std::iota(by_load.begin(), by_load.end(), 0);
+    std::stable_sort(by_load.begin(), by_load.end(),
+                     [&](std::int32_t a, std::int32_t b) { return load[ix(a)] > load[ix(b)]; });
+    std::vector<std::int32_t> by_pos(w.size());
+    std::iota(by_pos.begin(), by_pos.end(), 0);
+    std::stable_sort(by_pos.begin(), by_pos.end(),
+                     [&](std::int32_t a, std::int32_t b) { return w[ix(a)] > w[ix(b)]; });
+    auto weight = [&](std::int32_t e, std::int32_t f) {
+        const double gap = w[ix(e)] - w[ix(f)];
+        return gap * gap / (static_cast<double>(counts[ix(e)]) * counts[ix(f)]);
+    };
+    double largest = 0.0;
+    for (std::int32_t p = 0; p < num_experts; ++p)
+        for (std::int32_t q = std::max(0, p - reach); q < p; ++q)
+            largest = std::max(largest, weight(by_pos[ix(q)], by_pos[ix(p)]));
+    std::vector<double> moved(ix(num_gpus), 0.0);
+    std::vector<std::uint8_t> touched(ix(num_gpus), 0);
+    double sum = 0.0;
+    std::int32_t num_pairs = 0;
+    for (std::int32_t p = 0; p < num_experts; ++p)
+        for (std::int32_t q = std::max(0, p - reach); q < p; ++q) {
+            const std::int32_t e = by_pos[ix(q)], f = by_pos[ix(p)];
+            if (largest <= 0.0 || weight(e, f) < min_pair * largest) continue;
+            const double gap = w[ix(e)] - w[ix(f)];
+            for (std::size_t s : slots_of[ix(e)])
+                moved[s / per_gpu] -= gap * sol.share[s], touched[s / per_gpu] = 1;
+            for (std::size_t s : slots_of[ix(f)])
+                moved[s / per_gpu] += gap * sol.share[s], touched[s / per_gpu] = 1;
+            double peak = 0.0;
+            for (std::int32_t g : by_load)
+                if (touched[ix(g)] == 0) {
+                    peak = load[ix(g)];
+                    break;
+                }
+            for (std::int32_t x : {e, f})
+                for (std::size_t s : slots_of[ix(x)]) {
+                    const std::size_t g = s / per_gpu;
+                    peak = std::max(peak, load[g] + moved[g]);
+                }
+            for (std::int32_t x : {e, f})
+                for (std::size_t s : slots_of[ix(x)]) moved[s / per_gpu] = 0.0, touched[s / per_gpu] = 0;
+            sum += peak;
+            ++num_pairs;
+        }
+    return num_pairs > 0 ? sum / num_pairs : 0.0;
 }
 
 }  // namespace
@@ -277,18 +543,47 @@ FlatSolution place_flat(std::span<const double> loads, std::int32_t num_gpus, st
     placer.assign(greedy_replica_counts(loads, num_gpus, num_gpus * slots_per_gpu));
     placer.swap_search(split == Split::kWeighted ? std::min(limits.max_swap_rounds, kWeightedSwapRounds)
                                                  : limits.max_swap_rounds);
+    const bool weighted = split == Split::kWeighted;
+    const bool hedge = limits.hedge_reach > 0;
+    std::optional<FlatSolution> plain;  // the packed placement before hedging (weighted split)
+    if (hedge && weighted) plain = placer.solution();
+    if (hedge) {
+        // Without slack (uniform split, placing for the given loads) few swaps keep the max, so the
+        // search gets half the rounds.
+        const bool slack = weighted || limits.drift_weight > 0.0;
+        placer.hedge_search(limits.hedge_reach, limits.hedge_min_pair,
+                            std::max(placer.max_load(), bound * (1.0 + (slack ? limits.hedge_slack : 0.0))),
+                            slack ? limits.max_hedge_rounds : limits.max_hedge_rounds / 2);
+    }
     FlatSolution packed = placer.solution();
-    if (split == Split::kUniform) return packed;
+    if (!weighted) return packed;
     water_fill(loads, num_gpus, packed, limits.max_split_sweeps, limits.split_spread);
-    const double packed_max = max_gpu_load(loads, num_gpus, packed);
+    // Candidates are scored by their max GPU load, or with a drift weight b > 0 by
+    // (1 - b) * max + b * mean max over single rank swaps (swap_stress).
+    const double b = hedge ? limits.drift_weight : 0.0;
+    auto score = [&](const FlatSolution& sol, double max_load) {
+        return b > 0.0 ? (1.0 - b) * max_load +
+                             b * swap_stress(loads, num_gpus, sol, limits.hedge_reach, limits.hedge_min_pair)
+                       : max_load;
+    };
+    double packed_max = max_gpu_load(loads, num_gpus, packed);
+    double packed_score = score(packed, packed_max);
+    if (plain) {
+        // Hedging must earn its place: the split may not flatten the hedged placement as well.
+        water_fill(loads, num_gpus, *plain, limits.max_split_sweeps, limits.split_spread);
+        const double plain_max = max_gpu_load(loads, num_gpus, *plain);
+        const double plain_score = score(*plain, plain_max);
+        if (plain_score < packed_score * (1.0 - 1e-9))
+            packed = std::move(*plain), packed_max = plain_max, packed_score = plain_score;
+    }
     if (packed_max <= bound * (1.0 + kGoodEnough)) return packed;
-    // Far from the bound (skewed loads, few slots): the fill placement usually reaches it outright.
-    double total = 0.0;
-    for (double v : loads) total += v;
+    // Far from the bound (skewed loads, few slots): the fill placement usually reaches it outright,
+    // but its uneven pieces take load swaps badly, which the drift weight accounts for.
     auto filled = place_by_fill(loads, num_gpus, slots_per_gpu, bound, packed_max);
     if (!filled) return packed;
     water_fill(loads, num_gpus, *filled, limits.max_split_sweeps, limits.split_spread);
-    return max_gpu_load(loads, num_gpus, *filled) < packed_max ? *filled : packed;
+    const double filled_score = score(*filled, max_gpu_load(loads, num_gpus, *filled));
+    return filled_score < packed_score ? *filled : packed;
 }
 
 }  // namespace deepinfer::eplb_detail

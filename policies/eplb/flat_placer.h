@@ -18,6 +18,19 @@ struct FlatLimits {
     std::int32_t max_split_sweeps = 400;
     /// Weight mu of the spreading term: the split minimises sum_g load_g^2 + mu * sum_slots part^2.
     double split_spread = 0.0;
+    /// Hedging against rank swaps (0 = off): each expert's load may move to any of its `hedge_reach`
+    /// heavier rank neighbours; swaps then place a replica of the lighter expert on a GPU that also
+    /// holds the heavier one, so the rise is offset by the fall. See hedge_search in flat_placer.cpp.
+    std::int32_t hedge_reach = 0;
+    /// Hedging may raise a GPU's uniform-split load up to max(current max, lower bound * (1 + slack));
+    /// the uniform split allows it only with drift_weight > 0.
+    double hedge_slack = 0.0;
+    /// Weight of swap stress against the nominal max when choosing between packed and fill placements.
+    double drift_weight = 0.0;
+    /// Pairs whose risk weight is below this fraction of the largest are ignored.
+    double hedge_min_pair = 0.2;
+    /// Improving swaps of the hedging search per layer.
+    std::int32_t max_hedge_rounds = 64;
 };
 
 /// Result over local expert ids 0..E-1: `expert[slot]` and `share[slot]` for the G*S slots, GPU-major.
@@ -28,6 +41,10 @@ struct FlatSolution {
 
 /// Places E = loads.size() experts on `num_gpus` GPUs with `slots_per_gpu` slots each
 /// (E <= G * S, S <= E). Deterministic: ties are broken by the lower expert id, then the lower GPU.
+/// With hedging (limits.hedge_reach > 0), the weighted split keeps the hedged placement only when it
+/// scores no worse than the unhedged one (max GPU load, or with drift_weight the blend with the
+/// mean max over single rank swaps); the uniform split's max GPU load is raised by hedging only
+/// with a drift weight (then up to lower bound * (1 + hedge_slack)).
 FlatSolution place_flat(std::span<const double> loads, std::int32_t num_gpus, std::int32_t slots_per_gpu,
                         Split split, const FlatLimits& limits);
 

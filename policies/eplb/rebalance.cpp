@@ -21,7 +21,12 @@ Index ix(std::int32_t v) { return static_cast<Index>(v); }
 eplb_detail::FlatLimits limits_of(const PlacementOptions& o) {
     return {.max_swap_rounds = o.max_swap_rounds,
             .max_split_sweeps = o.max_split_sweeps,
-            .split_spread = o.split_spread};
+            .split_spread = o.split_spread,
+            .hedge_reach = o.hedge_reach,
+            .hedge_slack = o.hedge_slack,
+            .drift_weight = o.drift_weight,
+            .hedge_min_pair = o.hedge_min_pair,
+            .max_hedge_rounds = o.max_hedge_rounds};
 }
 
 eplb_detail::Split split_of(SplitMode m) {
@@ -103,6 +108,14 @@ void check_placement_options(const PlacementOptions& o, std::int32_t num_experts
     if (o.max_split_sweeps < 0) bad_option("max_split_sweeps", "non-negative", o.max_split_sweeps);
     if (!(o.split_spread >= 0.0 && o.split_spread <= 10.0))
         throw ConfigError("eplb options", "split_spread", "in [0, 10]", std::to_string(o.split_spread));
+    if (o.hedge_reach < 0) bad_option("hedge_reach", "non-negative", o.hedge_reach);
+    if (!(o.drift_weight >= 0.0 && o.drift_weight <= 1.0))
+        throw ConfigError("eplb options", "drift_weight", "in [0, 1]", std::to_string(o.drift_weight));
+    if (!(o.hedge_min_pair >= 0.0 && o.hedge_min_pair <= 1.0))
+        throw ConfigError("eplb options", "hedge_min_pair", "in [0, 1]", std::to_string(o.hedge_min_pair));
+    if (o.max_hedge_rounds < 0) bad_option("max_hedge_rounds", "non-negative", o.max_hedge_rounds);
+    if (!(o.hedge_slack >= 0.0 && o.hedge_slack <= 1.0))
+        throw ConfigError("eplb options", "hedge_slack", "in [0, 1]", std::to_string(o.hedge_slack));
 }
 
 PlacementResult compute_placement(const LoadMatrix& loads, const PlacementOptions& options) {

@@ -54,6 +54,25 @@ struct PlacementOptions {
     /// minimises sum_g load_g^2 + mu * sum_replicas part^2. 0 = flattest GPU loads for the predicted
     /// loads; a small mu trades a little of that for robustness when the real loads drift.
     double split_spread = 0.0;
+    /// Hedging against drift (0 = off): an expert may take the load of any of its `hedge_reach`
+    /// heavier neighbours in the popularity order; replicas are swapped so that a lighter expert's
+    /// replicas sit on GPUs that also hold its heavier neighbours (the rise is offset by the fall).
+    std::int32_t hedge_reach = 8;
+    /// Hedging may raise a GPU's load (replicas at 1 / count) up to max(the packed maximum, lower
+    /// bound * (1 + slack)): with the weighted split always (the split flattens it again; the unhedged
+    /// placement is kept when it scores better), with the uniform split only when drift_weight > 0
+    /// (placing for a later period). Otherwise the uniform split's max GPU load never rises.
+    double hedge_slack = 0.01;
+    /// Robustness to drift when placing for a later period: candidate placements (weighted split:
+    /// unhedged or hedged packed, fill) are scored (1 - w) * max GPU load + w * mean max GPU load over
+    /// single rank swaps of the hedging pairs. 0 = the flattest for the given loads (single-window use);
+    /// `deepinfer eplb` uses 0.3 when it places from a predictor.
+    double drift_weight = 0.0;
+    /// Hedging ignores rank-swap pairs whose risk weight (w_e - w_f)^2 / (r_e r_f) is below this
+    /// fraction of the largest.
+    double hedge_min_pair = 0.2;
+    /// Improving swaps of the hedging search per layer.
+    std::int32_t max_hedge_rounds = 64;
 
     std::int32_t slots_per_gpu(std::int32_t num_experts) const {
         return num_experts / num_gpus + redundant_per_gpu;

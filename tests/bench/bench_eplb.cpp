@@ -1,5 +1,6 @@
 // EPLB placement run time: 43 layers x 256 experts on EP8/64/128 with 1 or 4 redundant slots per GPU
-// (target: <= 50 ms for EP128, 4 redundant, one core). Counters report the mean max/mean GPU load.
+// (target: <= 50 ms for EP128, 4 redundant, one core); hedge_rounds 0 turns hedging off. Counters
+// report the mean max/mean GPU load.
 #include <benchmark/benchmark.h>
 
 #include "policies/eplb/rebalance.h"
@@ -24,6 +25,8 @@ void run_placement(benchmark::State& state, SplitMode split) {
     options.num_gpus = static_cast<std::int32_t>(state.range(0));
     options.redundant_per_gpu = static_cast<std::int32_t>(state.range(1));
     options.split = split;
+    options.max_hedge_rounds = static_cast<std::int32_t>(state.range(2));
+    if (options.max_hedge_rounds == 0) options.hedge_reach = 0;
     double imbalance = 0.0;
     for (auto _ : state) {
         auto result = compute_placement(loads, options);
@@ -41,9 +44,16 @@ void BM_EplbUniform(benchmark::State& state) { run_placement(state, SplitMode::k
 }  // namespace
 
 BENCHMARK(BM_EplbWeighted)
-    ->Args({128, 4})
-    ->Args({128, 1})
-    ->Args({64, 1})
-    ->Args({8, 4})
+    ->ArgNames({"gpus", "redundant", "hedge_rounds"})
+    ->Args({128, 4, 64})
+    ->Args({128, 4, 0})
+    ->Args({128, 1, 64})
+    ->Args({64, 1, 64})
+    ->Args({8, 4, 64})
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_EplbUniform)->Args({128, 4})->Args({64, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EplbUniform)
+    ->ArgNames({"gpus", "redundant", "hedge_rounds"})
+    ->Args({128, 4, 64})
+    ->Args({128, 4, 0})
+    ->Args({64, 1, 64})
+    ->Unit(benchmark::kMillisecond);
