@@ -22,8 +22,11 @@ if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then ex
 } 2>&1 | tee "$out/device_env.txt"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DDEEPINFER_CUDA=ON -DDEEPINFER_SIMGRID=OFF \
   -DDEEPINFER_CUDA_ARCHS="${DEEPINFER_CUDA_ARCHS:-90a}" -DCMAKE_PREFIX_PATH="$prefix/usr" \
-  -DCMAKE_BUILD_RPATH="$prefix/usr/lib/x86_64-linux-gnu" "$@" 2>&1 | tee "$out/configure.log" | tail -3
-cmake --build build-gpu -j"$(nproc)" 2>&1 | tee "$out/build.log" | grep -E "error|warning|Built target" | tail -20
+  -DCMAKE_BUILD_RPATH="$prefix/usr/lib/x86_64-linux-gnu" -DDEEPINFER_WERROR=OFF "$@" 2>&1 | tee "$out/configure.log" | tail -3
+# NOTE: only what `ctest -L gpu` and the CLI need; warnings are not errors here because the GPU
+# machine's compiler (gcc 13) differs from CI's (gcc 12), whose -Werror build is the gate.
+cmake --build build-gpu -j"$(nproc)" --target deepinfer_tests_gpu deepinfer 2>&1 | tee "$out/build.log" |
+  grep -E "error|Built target" | tail -20
 export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 ./build-gpu/engine/cli/deepinfer info 2>&1 | tee "$out/info.txt"
 set +e
