@@ -13,10 +13,6 @@ namespace deepinfer::sim {
 RunMetrics run_simulation(const SimConfig& input, const RunOptions& options) {
     SimConfig config = input;
     if (options.seed) config.seed = *options.seed;
-    if (!config.faults.empty())
-        throw ConfigError(config.file, "/faults",
-                          "an empty list (fault injection is not implemented yet, issue #7)",
-                          std::to_string(config.faults.size()) + " faults");
     const auto wall0 = std::chrono::steady_clock::now();
     ProfileSet profile = load_profile_dir(config.profile);
     const OpGroupProfile& any = profile.groups.begin()->second;

@@ -56,7 +56,6 @@ Cluster::Cluster(const SimConfig& config, const Platform& platform, const CostMo
 
 std::unique_ptr<Cluster::Node> Cluster::make_node(InstanceRole role, std::int32_t index,
                                                   const DomainHosts& hosts) {
-    const InstanceGroupConfig& g = role == InstanceRole::kPrefill ? config_.prefill : config_.decode;
     auto n = std::make_unique<Node>();
     n->name = hosts.name;
     n->role = role;
@@ -64,39 +63,52 @@ std::unique_ptr<Cluster::Node> Cluster::make_node(InstanceRole role, std::int32_
     n->pid = static_cast<std::int32_t>(metrics_.instance_names.size());
     metrics_.instance_names.push_back(n->name);
     n->hosts = hosts;
+    n->nic_down.assign(hosts.gpus.size(), false);
+    build_engine(*n);
+    return n;
+}
+
+void Cluster::build_engine(Node& n) {
+    const InstanceRole role = n.role;
+    const InstanceGroupConfig& g = role == InstanceRole::kPrefill ? config_.prefill : config_.decode;
     const ExpertPlacement initial = make_static_placement(
         config_.model.num_moe_layers, config_.model.num_experts, g.ep_size, g.redundant_experts_per_gpu);
-    n->ep = std::make_unique<EpLoadModel>(routing_, initial);
+    n.ep = std::make_unique<EpLoadModel>(routing_, initial);
     if (g.scheduler == "full") {
-        n->scheduler = make_full_scheduler(g, role);
-        n->group = static_cast<DpGroupScheduler*>(n->scheduler.get());
-        n->rank_pending_tokens.assign(static_cast<std::size_t>(n->group->num_ranks()), 0);
+        n.scheduler = make_full_scheduler(g, role);
+        n.group = static_cast<DpGroupScheduler*>(n.scheduler.get());
+        n.rank_pending_tokens.assign(static_cast<std::size_t>(n.group->num_ranks()), 0);
     } else {
-        n->scheduler = make_scheduler(g);
+        n.scheduler = make_scheduler(g);
     }
-    n->balancer = make_balancer(g, initial);
-    Node* raw = n.get();
-    n->executor = std::make_unique<SimExecutor>(
+    n.balancer = make_balancer(g, initial);
+    Node* raw = &n;
+    const std::int32_t epoch = n.epoch;
+    // A restarted engine draws its own outcome stream (the first keeps the original one).
+    const std::string rng_name = epoch == 0 ? n.name : n.name + "#restart" + std::to_string(epoch);
+    n.executor = std::make_unique<SimExecutor>(
         SimExecutorSetup{
-            .name = n->name,
-            .gpus = hosts.gpus,
+            .name = n.name,
+            .gpus = n.hosts.gpus,
             .host_speed_flops = platform_.gpu_speed_flops,
             .store_nodes = platform_.store_nodes,
-            .host_memory = hosts.host_memory,
+            .host_memory = n.hosts.host_memory,
             .store_write_amplification = config_.platform.kv_store.write_amplification(),
-            .report_expert_load = n->balancer != nullptr,
+            .report_expert_load = n.balancer != nullptr,
             .dspark_acceptance = config_.acceptance.model == "dspark"
                                      ? std::optional<AcceptanceModelConfig>(config_.acceptance.dspark)
                                      : std::nullopt},
-        cost_, *n->ep, acceptance_, rng_.fork(n->name),
-        [this, raw](const StepRecord& s) { on_step(*raw, s); });
+        cost_, *n.ep, acceptance_, rng_.fork(rng_name), [this, raw, epoch](const StepRecord& s) {
+            if (raw->epoch == epoch) on_step(*raw, s);
+        });
     engine::InstanceHooks hooks;
     if (role == InstanceRole::kPrefill) {
-        hooks.on_finished = [this, raw](const FinishedRequest& f, double now) {
-            on_prefill_finished(*raw, f, now);
+        hooks.on_finished = [this, raw, epoch](const FinishedRequest& f, double now) {
+            if (raw->epoch == epoch) on_prefill_finished(*raw, f, now);
         };
         if (g.scheduler == "full")
-            hooks.on_launch = [this](const StepPlan& plan, double) {
+            hooks.on_launch = [this, raw, epoch](const StepPlan& plan, double) {
+                if (raw->epoch != epoch) return;
                 // The first admission of a request says how much of its prompt the cache served.
                 for (const SeqSchedule& s : plan.seqs)
                     if (s.is_new) {
@@ -105,19 +117,23 @@ std::unique_ptr<Cluster::Node> Cluster::make_node(InstanceRole role, std::int32_
                     }
             };
     } else {
-        hooks.on_finished = [this, raw](const FinishedRequest& f, double now) {
-            on_decode_finished(*raw, f, now);
+        hooks.on_finished = [this, raw, epoch](const FinishedRequest& f, double now) {
+            if (raw->epoch == epoch) on_decode_finished(*raw, f, now);
         };
-        hooks.on_commit = [this](const StepPlan&, const StepOutcome& o, const CommitResult& r, double now) {
+        hooks.on_commit = [this, raw, epoch](const StepPlan&, const StepOutcome& o, const CommitResult& r,
+                                             double now) {
+            if (raw->epoch != epoch) return;
+            if (faults_on())
+                for (const TokenProgress& p : r.progress)
+                    fault_state(p.request).decode_progress = p.num_output_tokens;
             if (o.end_s < config_.workload.warmup_s || now > config_.workload.duration_s) return;
             for (const TokenProgress& p : r.progress)
                 metrics_.decode.window_output_tokens += p.num_new_output_tokens;
         };
     }
-    n->instance = std::make_unique<engine::Instance>(
-        n->name, *n->executor, clock_, *n->scheduler, n->balancer.get(),
+    n.instance = std::make_unique<engine::Instance>(
+        n.name, *n.executor, clock_, *n.scheduler, n.balancer.get(),
         engine::InstanceConfig{.async_scheduling = g.async_scheduling}, std::move(hooks));
-    return n;
 }
 
 std::unique_ptr<StepScheduler> Cluster::make_full_scheduler(const InstanceGroupConfig& g, InstanceRole role) {
@@ -173,6 +189,7 @@ std::vector<InstanceLoad> Cluster::loads(const std::vector<std::unique_ptr<Node>
     std::vector<InstanceLoad> out;
     out.reserve(nodes.size());
     for (const auto& n : nodes) {
+        if (n->down) continue;
         InstanceLoad l;
         l.instance = n->index;
         l.role = n->role == InstanceRole::kPrefill ? deepinfer::InstanceRole::kPrefill
@@ -275,6 +292,13 @@ void Cluster::start() {
                                            sg::guarded(
                                                errors_, [this, raw] { transfer_loop(*raw); }, stop));
         }
+    if (faults_on()) {
+        // A daemon: it ends with the last request instead of keeping the simulation alive.
+        sg::sg4::ActorPtr a = sg::sg4::Actor::create("faults", platform_.frontend,
+                                                     sg::guarded(
+                                                         errors_, [this] { fault_loop(); }, stop));
+        a->daemonize();
+    }
 }
 
 void Cluster::wake(Node& node) {
@@ -367,14 +391,36 @@ void Cluster::dispatch(SimRequest r) {
     RequestRecord& rec = record(r.id);
     rec.request = r;
     ++outstanding_;
+    route_to_prefill(r.id);
+}
+
+std::int32_t Cluster::kv_prompt_tokens(RequestId id) const {
+    const RequestRecord& rec = metrics_.requests[static_cast<std::size_t>(id.value())];
+    const auto i = static_cast<std::size_t>(id.value());
+    const std::int32_t delivered = i < fault_state_.size() ? fault_state_[i].delivered : 0;
+    return rec.request.prompt_tokens + std::max(0, delivered - 1);
+}
+
+void Cluster::route_to_prefill(RequestId id) {
+    RequestRecord& rec = record(id);
+    const SimRequest& r = rec.request;
+    SimRequest ctx = r;
+    ctx.prompt_tokens = kv_prompt_tokens(id);
     Request q;
     q.id = r.id;
     q.arrival_s = r.arrival_s;
     q.traffic_class = r.traffic_class;
-    q.prompt_len_tokens = r.prompt_tokens;
-    q.prompt_block_hashes = prompt_block_hashes(r, config_.prefill.full_config.kv.block_tokens);
+    q.prompt_len_tokens = ctx.prompt_tokens;
+    q.prompt_block_hashes = prompt_block_hashes(ctx, config_.prefill.full_config.kv.block_tokens);
     q.max_new_tokens = 1;  // the prefill instance produces the first token
     q.session_id = r.session_id;
+    const bool any_up = std::any_of(prefill_.begin(), prefill_.end(),
+                                    [](const std::unique_ptr<Node>& n) { return !n->down; });
+    if (!any_up) {
+        parked_prefill_.push_back(id.value());
+        fault_state(id).touched = true;
+        return;
+    }
     if (prefill_.front()->group != nullptr) {
         // The policies Router: prefix-cache and load aware over every prefill DP rank.
         const std::vector<InstanceLoad> ls = loads(prefill_);
@@ -386,25 +432,29 @@ void Cluster::dispatch(SimRequest r) {
         Node& node = *prefill_[static_cast<std::size_t>(d.prefill.instance)];
         rec.prefill_instance = node.index;
         rec.prefill_rank = d.prefill.dp_rank;
-        rec.routed_uncached_tokens = r.prompt_tokens - d.num_cached_prompt_tokens;
+        rec.routed_uncached_tokens = ctx.prompt_tokens - d.num_cached_prompt_tokens;
         node.rank_pending_tokens[static_cast<std::size_t>(d.prefill.dp_rank)] += rec.routed_uncached_tokens;
-        node.outstanding += r.prompt_tokens;
+        node.outstanding += ctx.prompt_tokens;
+        if (faults_on()) node.resident.insert(id.value());
         node.inbox.push_back(Node::Queued{.request = std::move(q), .rank = d.prefill.dp_rank});
         wake(node);
         return;
     }
     // SimpleScheduler: least outstanding prompt tokens; an agent session sticks to its instance while
-    // that one is within 1.5x of the least loaded (prefix affinity).
+    // that one is within 1.5x of the least loaded (prefix affinity). Instances that are down are skipped.
     std::size_t best = 0;
-    for (std::size_t i = 1; i < prefill_.size(); ++i)
-        if (prefill_[i]->outstanding < prefill_[best]->outstanding) best = i;
+    while (prefill_[best]->down) ++best;
+    for (std::size_t i = best + 1; i < prefill_.size(); ++i)
+        if (!prefill_[i]->down && prefill_[i]->outstanding < prefill_[best]->outstanding) best = i;
     if (r.session_id != 0) {
         const std::size_t home = static_cast<std::size_t>(mix64(r.session_id) % prefill_.size());
-        if (prefill_[home]->outstanding <= 1.5 * prefill_[best]->outstanding + 8192) best = home;
+        if (!prefill_[home]->down && prefill_[home]->outstanding <= 1.5 * prefill_[best]->outstanding + 8192)
+            best = home;
     }
     Node& node = *prefill_[best];
     rec.prefill_instance = node.index;
-    node.outstanding += r.prompt_tokens;
+    node.outstanding += ctx.prompt_tokens;
+    if (faults_on()) node.resident.insert(id.value());
     q.prompt_block_hashes.clear();  // no prefix cache
     node.inbox.push_back(Node::Queued{.request = std::move(q), .rank = -1});
     wake(node);
@@ -423,19 +473,25 @@ void Cluster::complete(RequestRecord& rec, double now) {
 
 void Cluster::on_prefill_finished(Node& node, const FinishedRequest& f, double now) {
     RequestRecord& rec = record(f.request);
-    node.outstanding -= rec.request.prompt_tokens;
+    node.outstanding -= kv_prompt_tokens(f.request);
     if (node.group != nullptr && rec.prefill_rank >= 0)
         node.rank_pending_tokens[static_cast<std::size_t>(rec.prefill_rank)] -= rec.routed_uncached_tokens;
     if (f.reason == FinishReason::kRejected || f.reason == FinishReason::kAborted) {
         rec.status = RequestStatus::kRejected;
+        node.resident.erase(f.request.value());
         complete(rec, now);
         return;
     }
-    rec.first_token_s = now;
-    rec.output_tokens = 1;
+    // A request resumed after a fault already delivered its first token (TTFT stays the first one).
+    if (rec.first_token_s < 0) {
+        rec.first_token_s = now;
+        rec.output_tokens = 1;
+    }
+    if (faults_on()) fault_state(f.request).prefilled = true;
     if (rec.request.output_tokens <= 1) {
         rec.finish_s = now;
         rec.status = RequestStatus::kCompleted;
+        node.resident.erase(f.request.value());
         complete(rec, now);
         return;
     }
@@ -446,11 +502,14 @@ void Cluster::on_prefill_finished(Node& node, const FinishedRequest& f, double n
 void Cluster::on_decode_finished(Node& node, const FinishedRequest& f, double now) {
     RequestRecord& rec = record(f.request);
     node.outstanding -= 1;
+    node.resident.erase(f.request.value());
     if (f.reason == FinishReason::kRejected || f.reason == FinishReason::kAborted) {
         rec.status = RequestStatus::kRejected;
     } else {
         rec.status = RequestStatus::kCompleted;
-        rec.output_tokens = 1 + f.num_output_tokens;
+        const auto i = static_cast<std::size_t>(f.request.value());
+        const std::int32_t delivered = i < fault_state_.size() ? std::max(1, fault_state_[i].delivered) : 1;
+        rec.output_tokens = delivered + f.num_output_tokens;
         rec.finish_s = now;
         write_back_to_store(node, rec);
     }
@@ -484,6 +543,12 @@ void Cluster::on_step(Node& node, const StepRecord& s) {
 void Cluster::instance_loop(Node& node) {
     for (;;) {
         if (stop_ || done_) break;
+        if (node.down) {  // failed: wait for the repair (the fault injector wakes the actor)
+            node.idle = true;
+            sg::sg4::this_actor::suspend();
+            node.idle = false;
+            continue;
+        }
         while (!node.inbox.empty()) {
             Node::Queued& q = node.inbox.front();
             if (node.group != nullptr && q.rank >= 0)
@@ -513,11 +578,22 @@ void Cluster::transfer_loop(Node& node) {
         const RequestId id = node.outbox.front();
         node.outbox.pop_front();
         RequestRecord* rec = &record(id);
+        const std::int32_t attempt = faults_on() ? fault_state(id).attempt : 0;
+        // KV of the prompt (and of output tokens delivered before a fault); decode produces the rest.
+        const std::int32_t kv_tokens = kv_prompt_tokens(id);
+        const std::int32_t delivered = faults_on() ? std::max(1, fault_state(id).delivered) : 1;
+        if (std::all_of(decode_.begin(), decode_.end(),
+                        [](const std::unique_ptr<Node>& n) { return n->down; })) {
+            parked_handoffs_.push_back(
+                ParkedHandoff{.src = &node, .request = id.value(), .attempt = attempt});
+            fault_state(id).touched = true;
+            continue;
+        }
         const auto slot = static_cast<std::size_t>(id.value());
         std::size_t best = 0;
         std::int32_t dst_rank = -1;
         std::size_t src_gpu = slot % node.hosts.gpus.size();
-        double bytes = rec->request.prompt_tokens * roofline::kv_bytes_per_token() + fixed_bytes;
+        double bytes = kv_tokens * roofline::kv_bytes_per_token() + fixed_bytes;
         if (decode_.front()->group != nullptr) {
             // The policies Router picks the decode instance and DP rank (load aware).
             const RouteTarget t = router_.choose_decode(loads(decode_));
@@ -526,24 +602,36 @@ void Cluster::transfer_loop(Node& node) {
             dst_rank = t.dp_rank;
             decode_[best]->rank_pending_tokens[static_cast<std::size_t>(dst_rank)] += 1;
             const KvPoolConfig& kv = config_.decode.full_config.kv;
-            bytes =
-                Router::make_handoff({}, t, rec->request.prompt_tokens, kv.shape, kv.block_tokens).num_bytes;
+            bytes = Router::make_handoff({}, t, kv_tokens, kv.shape, kv.block_tokens).num_bytes;
             if (rec->prefill_rank >= 0)
                 src_gpu = static_cast<std::size_t>(rec->prefill_rank) % node.hosts.gpus.size();
         } else {
-            // Decode instance with the fewest outstanding sequences (ties: lowest index).
-            for (std::size_t i = 1; i < decode_.size(); ++i)
-                if (decode_[i]->outstanding < decode_[best]->outstanding) best = i;
+            // Decode instance with the fewest outstanding sequences (ties: lowest index), among those up.
+            while (decode_[best]->down) ++best;
+            for (std::size_t i = best + 1; i < decode_.size(); ++i)
+                if (!decode_[i]->down && decode_[i]->outstanding < decode_[best]->outstanding) best = i;
         }
         Node& dst = *decode_[best];
+        const std::int32_t dst_epoch = dst.epoch;
         const std::size_t dst_gpu = dst_rank >= 0 ? static_cast<std::size_t>(dst_rank) % dst.hosts.gpus.size()
                                                   : slot % dst.hosts.gpus.size();
         const double t0 = sg::now_s();
         dst.outstanding += 1;
         rec->decode_instance = dst.index;
         rec->decode_rank = dst_rank;
-        sg::sg4::Comm::sendto(node.hosts.gpus[src_gpu], dst.hosts.gpus[dst_gpu],
-                              static_cast<std::uint64_t>(bytes));
+        if (!faults_on()) {
+            sg::sg4::Comm::sendto(node.hosts.gpus[src_gpu], dst.hosts.gpus[dst_gpu],
+                                  static_cast<std::uint64_t>(bytes));
+        } else if (!send_handoff(node, id, static_cast<std::int32_t>(src_gpu), dst,
+                                 static_cast<std::int32_t>(dst_gpu), bytes)) {
+            // A fault cut the transfer: resend while the KV still exists (same attempt), else drop.
+            if (dst.epoch == dst_epoch) {
+                dst.outstanding -= 1;
+                if (dst_rank >= 0) dst.rank_pending_tokens[static_cast<std::size_t>(dst_rank)] -= 1;
+            }
+            if (fault_state(id).attempt == attempt) node.outbox.push_front(id);
+            continue;
+        }
         const double now = sg::now_s();
         rec = &record(id);  // NOTE: the record table may have grown while the transfer ran
         ++metrics_.num_events;
@@ -551,13 +639,20 @@ void Cluster::transfer_loop(Node& node) {
         metrics_.handoff_bytes += bytes;
         metrics_.handoff_time_s += now - t0;
         rec->handoff_done_s = now;
+        if (faults_on()) {
+            node.resident.erase(id.value());
+            dst.resident.insert(id.value());
+            RequestFaultState& st = fault_state(id);
+            st.prefilled = false;
+            st.decode_progress = 0;
+        }
         Request q;
         q.id = id;
         q.arrival_s = rec->request.arrival_s;
         q.traffic_class = rec->request.traffic_class;
-        q.prompt_len_tokens = rec->request.prompt_tokens + 1;
-        q.num_handed_over_tokens = rec->request.prompt_tokens;
-        q.max_new_tokens = rec->request.output_tokens - 1;
+        q.prompt_len_tokens = kv_tokens + 1;
+        q.num_handed_over_tokens = kv_tokens;
+        q.max_new_tokens = rec->request.output_tokens - delivered;
         q.session_id = rec->request.session_id;
         if (dst_rank >= 0) dst.rank_pending_tokens[static_cast<std::size_t>(dst_rank)] -= 1;
         dst.inbox.push_back(Node::Queued{.request = std::move(q), .rank = dst_rank});
@@ -567,7 +662,18 @@ void Cluster::transfer_loop(Node& node) {
 
 void Cluster::finish() {
     for (auto* group : {&prefill_, &decode_})
-        for (auto& n : *group) metrics_.num_placements += n->instance->stats().num_placements;
+        for (auto& n : *group) {
+            metrics_.num_placements += n->instance->stats().num_placements;
+            for (const Node::Retired& r : n->retired)
+                metrics_.num_placements += r.instance->stats().num_placements;
+            if (n->down) metrics_.faults.instance_down_s += sg::now_s() - n->down_since_s;
+        }
+    for (std::size_t i = 0; i < fault_state_.size() && i < metrics_.requests.size(); ++i) {
+        if (!fault_state_[i].touched) continue;
+        ++metrics_.faults.requests_affected;
+        const RequestStatus st = metrics_.requests[i].status;
+        metrics_.faults.requests_failed += st == RequestStatus::kPending || st == RequestStatus::kUnfinished;
+    }
     for (RequestRecord& r : metrics_.requests)
         if (r.status == RequestStatus::kPending) r.status = RequestStatus::kUnfinished;
 }

@@ -173,15 +173,24 @@ struct WorkloadConfig {
 
 enum class FaultKind : std::uint8_t { kGpu = 0, kLink = 1, kStoreNode = 2 };
 
+/// One injected failure (sim/actors/fault_injector.h says what each kind does to the cluster).
+/// gpu: GPU `gpu` of instance `instance` in group `role`; the whole instance (one EP group) goes down.
+/// link: the scale-out NIC link of that GPU. store_node: KV store node `node`.
 struct FaultConfig {
     FaultKind kind = FaultKind::kGpu;
+    /// Simulated time of the failure, seconds.
     double at_s = 0.0;
-    /// Prefill/decode instance group and index for a GPU fault; ignored for others.
+    /// Prefill/decode instance group, instance index and GPU rank (gpu and link faults).
     InstanceRole role = InstanceRole::kPrefill;
     std::int32_t instance = 0;
     std::int32_t gpu = 0;
-    /// Recovery time of the failed component, seconds.
+    /// KV store node index (store_node faults).
+    std::int32_t node = 0;
+    /// The component is back (GPU replaced and instance restarted, link up, node rejoined) at
+    /// at_s + repair_s, seconds.
     double repair_s = 60.0;
+    /// False: the component never comes back (repair_s is ignored).
+    bool recovers = true;
 };
 
 struct OutputConfig {

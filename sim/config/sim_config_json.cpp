@@ -250,18 +250,40 @@ json write_platform(const PlatformConfig& p) {
               {"ttl_s", {{"chat", k.ttl_s[0]}, {"agent", k.ttl_s[1]}}}}}};
 }
 
-FaultConfig read_fault(const JsonReader& r) {
-    r.allow_keys({"kind", "at_s", "role", "instance", "gpu", "repair_s"});
+FaultConfig read_fault(const JsonReader& r, const SimConfig& c) {
+    r.allow_keys({"kind", "at_s", "role", "instance", "gpu", "node", "repair_s", "recovers"});
     FaultConfig f;
     const std::string kind = r.at("kind").as_enum({"gpu", "link", "store_node"});
     f.kind = kind == "gpu" ? FaultKind::kGpu : kind == "link" ? FaultKind::kLink : FaultKind::kStoreNode;
     f.at_s = r.get_double("at_s", NumRange::non_negative());
+    f.repair_s = r.get_double_or("repair_s", f.repair_s, NumRange::positive());
+    f.recovers = r.get_bool_or("recovers", f.recovers);
+    if (f.kind == FaultKind::kStoreNode) {
+        for (const char* k : {"role", "instance", "gpu"})
+            if (r.has(k)) r.at(k).fail("no such key for a store_node fault (it takes \"node\")");
+        f.node = get_i32(r, "node", f.node, NumRange::between(0, 1 << 20));
+        if (f.node >= c.platform.kv_store.num_nodes)
+            r.at("node").fail("a KV store node index below platform.kv_store.nodes (" +
+                                  std::to_string(c.platform.kv_store.num_nodes) + ")",
+                              std::to_string(f.node));
+        return f;
+    }
+    if (r.has("node")) r.at("node").fail("no such key for a gpu or link fault (it takes role/instance/gpu)");
     if (auto s = r.find("role"))
         f.role =
             s->as_enum({"prefill", "decode"}) == "decode" ? InstanceRole::kDecode : InstanceRole::kPrefill;
+    const InstanceGroupConfig& g = f.role == InstanceRole::kDecode ? c.decode : c.prefill;
     f.instance = get_i32(r, "instance", f.instance, NumRange::between(0, 1 << 20));
+    if (f.instance >= g.num_instances)
+        r.at("instance")
+            .fail("an instance index below " + std::string(name(f.role)) + ".instances (" +
+                      std::to_string(g.num_instances) + ")",
+                  std::to_string(f.instance));
     f.gpu = get_i32(r, "gpu", f.gpu, NumRange::between(0, 1 << 20));
-    f.repair_s = r.get_double_or("repair_s", f.repair_s, NumRange::positive());
+    if (f.gpu >= g.gpus_per_instance)
+        r.at("gpu").fail("a GPU rank below " + std::string(name(f.role)) + ".gpus_per_instance (" +
+                             std::to_string(g.gpus_per_instance) + ")",
+                         std::to_string(f.gpu));
     return f;
 }
 
@@ -348,7 +370,8 @@ SimConfig sim_config_from_json(const JsonReader& r) {
         w.fail("a non-empty \"traffic\" array or a \"trace_file\"", "neither");
     if (auto f = r.find("faults")) {
         f->expect_array();
-        for (std::size_t i = 0; i < f->size(); ++i) c.faults.push_back(read_fault(f->at(i).expect_object()));
+        for (std::size_t i = 0; i < f->size(); ++i)
+            c.faults.push_back(read_fault(f->at(i).expect_object(), c));
     }
     read_opt(r, "output", [&](const JsonReader& o) {
         o.allow_keys({"per_request_csv", "timeline_max_events"});
@@ -369,7 +392,9 @@ nlohmann::json sim_config_to_json(const SimConfig& c) {
                           {"role", std::string(name(f.role))},
                           {"instance", f.instance},
                           {"gpu", f.gpu},
-                          {"repair_s", f.repair_s}});
+                          {"node", f.node},
+                          {"repair_s", f.repair_s},
+                          {"recovers", f.recovers}});
     json workload = {{"duration_s", c.workload.duration_s},
                      {"warmup_s", c.workload.warmup_s},
                      {"drain_limit_s", c.workload.drain_limit_s},

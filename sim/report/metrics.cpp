@@ -164,6 +164,17 @@ json make_summary(const SimConfig& c, const RunMetrics& m) {
                               {"decode", m.simulated_s > 0 && c.decode.num_instances > 0
                                              ? m.decode.busy_s / (m.simulated_s * c.decode.num_instances)
                                              : 0.0}};
+    if (!c.faults.empty()) {
+        s["faults"] = {{"injected", m.faults.injected},
+                       {"repaired", m.faults.repaired},
+                       {"requests_affected", m.faults.requests_affected},
+                       {"requests_retried", m.faults.requests_retried},
+                       {"requests_reprefilled", m.faults.requests_reprefilled},
+                       {"requests_failed", m.faults.requests_failed},
+                       {"tokens_recomputed", m.faults.tokens_recomputed},
+                       {"store_blocks_lost", m.faults.store_blocks_lost},
+                       {"instance_down_s", m.faults.instance_down_s}};
+    }
     s["events"] = m.num_events;
     s["wall"] = {{"wall_s", m.wall_s},
                  {"events_per_s", m.wall_s > 0 ? static_cast<double>(m.num_events) / m.wall_s : 0.0},

@@ -76,8 +76,25 @@ struct RunMetrics {
     std::int64_t draft_seq_steps = 0;
     std::int64_t verified_drafts = 0;
     std::int64_t accepted_drafts = 0;
-    /// Requests whose prefill was redone after a fault (re-prefilled) and in-flight transfers retried.
-    std::int64_t num_fault_events = 0;
+    /// Fault injection (summary "faults", present only when the config lists faults).
+    struct Faults {
+        std::int64_t injected = 0;
+        std::int64_t repaired = 0;
+        /// Request moves that kept their KV or had none yet: queued work re-routed, handoffs resent.
+        std::int64_t requests_retried = 0;
+        /// Request moves that lost KV (prefill done or decode under way) and were prefilled again.
+        std::int64_t requests_reprefilled = 0;
+        /// Requests a fault moved or held back (parked while every instance of a role was down).
+        std::int64_t requests_affected = 0;
+        /// Of those, the ones that did not complete (0 when every component recovers in time).
+        std::int64_t requests_failed = 0;
+        /// Prompt and output tokens whose KV was lost and had to be prefilled again.
+        std::int64_t tokens_recomputed = 0;
+        /// Blocks the KV store index dropped because a store-node failure lost them.
+        std::int64_t store_blocks_lost = 0;
+        /// Instance-seconds of downtime (GPU faults), up to the end of the run.
+        double instance_down_s = 0;
+    } faults;
     std::vector<RequestRecord> requests;
     std::vector<std::string> instance_names;
     std::vector<TimelineEvent> timeline;
