@@ -12,7 +12,8 @@ CostModel::CostModel(ProfileSet profile, ModelShape model)
     const ProfileSet& set = *profile_;
     for (const char* g : kOpGroups) {
         if (!set.has(g))
-            throw ProfileError(set.name, "/" + std::string(g), "a profile for op group \"" + std::string(g) + "\"",
+            throw ProfileError(set.name, "/" + std::string(g),
+                               "a profile for op group \"" + std::string(g) + "\"",
                                "none (every op group is needed by the cost model)");
     }
     auto check_axes = [&](const char* g, std::initializer_list<const char*> names) {
@@ -20,13 +21,15 @@ CostModel::CostModel(ProfileSet profile, ModelShape model)
         std::size_t i = 0;
         for (const char* n : names) {
             if (c.num_axes() != names.size() || c.axes()[i].name != n)
-                throw ProfileError(set.name, "/" + std::string(g) + "/axes",
-                                   "axes in this order: " + [&] {
-                                       std::string s;
-                                       for (const char* m : names) s += (s.empty() ? "" : ", ") + std::string(m);
-                                       return s;
-                                   }(),
-                                   "a different axis list");
+                throw ProfileError(
+                    set.name, "/" + std::string(g) + "/axes",
+                    "axes in this order: " +
+                        [&] {
+                            std::string s;
+                            for (const char* m : names) s += (s.empty() ? "" : ", ") + std::string(m);
+                            return s;
+                        }(),
+                    "a different axis list");
             ++i;
         }
     };
@@ -44,28 +47,46 @@ CostModel::CostModel(ProfileSet profile, ModelShape model)
     moe_experts_ = &set.at("moe_experts").curve;
     sampling_ = &set.at("sampling").curve;
     ep_dispatch_combine_ = &set.at("ep_dispatch_combine").curve;
+    auto same_axes = [](const Curve& a, const Curve& b) {
+        for (std::size_t k = 0; k < a.num_axes(); ++k)
+            if (a.axes()[k].values != b.axes()[k].values) return false;
+        return true;
+    };
+    attention_axes_shared_ =
+        same_axes(*attention_swa_, *attention_csa_) && same_axes(*attention_swa_, *attention_hca_);
 }
 
 namespace {
-double eval1(const Curve& c, double x) { return c.eval_us(std::span<const double>(&x, 1)); }
-double eval2(const Curve& c, double x, double y) {
-    const double p[2] = {x, y};
-    return c.eval_us(std::span<const double>(p, 2));
-}
+double eval2(const Curve& c, double x, double y) { return c.eval2_us(c.bracket(0, x), c.bracket(1, y)); }
 }  // namespace
 
 StepCost CostModel::step_cost(const StepShape& s) const {
     StepCost c;
     if (s.num_tokens <= 0) return c;
-    c.dense_s = eval1(*dense_, s.num_tokens) * 1e-6;
-    c.attention_s = (model_.num_swa_layers * eval2(*attention_swa_, s.num_tokens, s.mean_context) +
-                     model_.num_csa_layers * eval2(*attention_csa_, s.num_tokens, s.mean_context) +
-                     model_.num_hca_layers * eval2(*attention_hca_, s.num_tokens, s.mean_context)) *
-                    1e-6;
+    c.dense_s = dense_->eval1_us(s.num_tokens) * 1e-6;
+    double swa_us = 0;
+    double csa_us = 0;
+    double hca_us = 0;
+    if (attention_axes_shared_) {
+        const Curve::Bracket tokens = attention_swa_->bracket(0, s.num_tokens);
+        const Curve::Bracket context = attention_swa_->bracket(1, s.mean_context);
+        swa_us = attention_swa_->eval2_us(tokens, context);
+        csa_us = attention_csa_->eval2_us(tokens, context);
+        hca_us = attention_hca_->eval2_us(tokens, context);
+    } else {
+        swa_us = eval2(*attention_swa_, s.num_tokens, s.mean_context);
+        csa_us = eval2(*attention_csa_, s.num_tokens, s.mean_context);
+        hca_us = eval2(*attention_hca_, s.num_tokens, s.mean_context);
+    }
+    c.attention_s =
+        (model_.num_swa_layers * swa_us + model_.num_csa_layers * csa_us + model_.num_hca_layers * hca_us) *
+        1e-6;
     if (s.moe_tokens_per_rank > 0)
-        c.moe_s = model_.num_moe_layers * eval2(*moe_experts_, s.moe_tokens_per_rank, s.moe_experts_per_rank) * 1e-6;
-    if (s.ep_tokens > 0) c.ep_comm_s = model_.num_moe_layers * eval1(*ep_dispatch_combine_, s.ep_tokens) * 1e-6;
-    if (s.num_sampled > 0) c.sampling_s = eval1(*sampling_, s.num_sampled) * 1e-6;
+        c.moe_s = model_.num_moe_layers *
+                  eval2(*moe_experts_, s.moe_tokens_per_rank, s.moe_experts_per_rank) * 1e-6;
+    if (s.ep_tokens > 0)
+        c.ep_comm_s = model_.num_moe_layers * ep_dispatch_combine_->eval1_us(s.ep_tokens) * 1e-6;
+    if (s.num_sampled > 0) c.sampling_s = sampling_->eval1_us(s.num_sampled) * 1e-6;
     return c;
 }
 
@@ -83,7 +104,8 @@ StepShape shape_of(const StepPlan& plan, const ModelShape& model) {
         s.num_seqs += 1;
         s.num_sampled += q.samples ? 1 : 0;
         // Mean position of the step's tokens: computed + (new + 1) / 2, weighted by new tokens.
-        context_sum += static_cast<double>(q.num_new_tokens) * (q.num_computed_tokens + (q.num_new_tokens + 1) / 2.0);
+        context_sum +=
+            static_cast<double>(q.num_new_tokens) * (q.num_computed_tokens + (q.num_new_tokens + 1) / 2.0);
     }
     if (s.num_tokens > 0) s.mean_context = context_sum / s.num_tokens;
     s.moe_tokens_per_rank = s.num_tokens * model.top_k;

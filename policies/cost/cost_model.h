@@ -77,6 +77,9 @@ private:
     const Curve* moe_experts_ = nullptr;
     const Curve* sampling_ = nullptr;
     const Curve* ep_dispatch_combine_ = nullptr;
+    /// True when the csa and hca attention curves have the swa curve's axis values, so one pair of
+    /// brackets serves all three.
+    bool attention_axes_shared_ = false;
 };
 
 /// Expected number of distinct experts hit when `tokens` tokens each pick `top_k` of `num_experts`

@@ -31,6 +31,22 @@ public:
     Curve(std::vector<CurveAxis> axes, std::vector<double> time_us);
 
     double eval_us(std::span<const double> point) const;
+
+    /// Where a coordinate falls on one axis under the rules above: the grid indices either side,
+    /// the weight of the upper one (> 1 when extrapolating above) and the nearest grid index.
+    /// Curves whose axes hold the same values share brackets.
+    struct Bracket {
+        std::size_t lo = 0;
+        std::size_t hi = 0;
+        double w = 0;
+        std::size_t nearest = 0;
+    };
+    Bracket bracket(std::size_t axis, double x) const;
+    /// eval_us of a one-axis curve at x (same result, bit for bit, without the generic loops).
+    double eval1_us(double x) const;
+    /// eval_us of a two-axis curve at the point bracketed by `a` (axis 0) and `b` (axis 1), each
+    /// from bracket() of this curve or of a curve with the same axis values (same result, bit for bit).
+    double eval2_us(const Bracket& a, const Bracket& b) const;
     std::size_t num_axes() const { return axes_.size(); }
     const std::vector<CurveAxis>& axes() const { return axes_; }
     const std::vector<double>& time_us() const { return time_us_; }

@@ -77,6 +77,9 @@ void radix_sort_upper32(std::vector<std::uint64_t>& v, std::vector<std::uint64_t
     }
 }
 
+/// Below this many items std::sort beats the radix passes (each pays for 256 buckets).
+constexpr std::size_t kRadixMinItems = 128;
+
 constexpr std::uint64_t item_key(std::uint64_t item) { return item >> 32; }
 constexpr std::size_t item_seq(std::uint64_t item) {
     return static_cast<std::size_t>((item & 0xFFFFFFFFU) >> 3);
@@ -201,7 +204,12 @@ void DynamicVerify::operator()(const VerifyInput& in, const CostModel& cost, Ver
             items_.push_back(key << 32 | static_cast<std::uint64_t>(i) << 3 | static_cast<std::uint64_t>(j));
         }
     }
-    radix_sort_upper32(items_, tmp_);
+    // The low 32 bits (sequence, position) increase in push order, so the stable sort by the upper
+    // 32 bits is the plain sort of the whole items: small inputs skip the radix passes' fixed cost.
+    if (items_.size() < kRadixMinItems)
+        std::sort(items_.begin(), items_.end());
+    else
+        radix_sort_upper32(items_, tmp_);
     gain_prefix_.resize(items_.size() + 1);
     gain_prefix_[0] = 0;
     for (std::size_t t = 0; t < items_.size(); ++t)

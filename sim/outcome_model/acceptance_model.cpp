@@ -54,12 +54,59 @@ AcceptanceModel::AcceptanceModel(const AcceptanceModelConfig& c, Rng rng) : conf
         mu *= c.position_decay;
     }
     concentration_ = c.correlation > 0 ? 1.0 / (c.correlation * c.correlation) - 1.0 : 0.0;
+    if (c.correlation > 0 && c.correlation < 1) {
+        for (std::size_t j = 0; j < mu_.size(); ++j) {
+            const double m = mu_[j];
+            if (m <= 0 || m >= 1) continue;
+            gamma_a_[j] = gamma_params(m * concentration_);
+            gamma_b_[j] = gamma_params((1 - m) * concentration_);
+        }
+    }
 }
 
-double AcceptanceModel::draw_accept_prob(double mu) {
+// NOTE: draw_gamma is Rng::gamma with its shape-only constants precomputed: the same draws and the
+// same arithmetic in the same order, so the same doubles (Rng::beta(a, b) = x / (x + y) likewise).
+AcceptanceModel::GammaParams AcceptanceModel::gamma_params(double shape) {
+    DI_CHECK(shape > 0, "gamma shape " << shape);
+    GammaParams g;
+    g.boost = shape < 1;
+    const double s = g.boost ? shape + 1.0 : shape;
+    g.d = s - 1.0 / 3.0;
+    g.c = 1.0 / std::sqrt(9.0 * g.d);
+    g.inv_shape = 1.0 / shape;
+    return g;
+}
+
+double AcceptanceModel::draw_gamma(const GammaParams& g) {
+    double boost = 1;
+    bool boosted = false;
+    if (g.boost) {
+        const double u = 1.0 - rng_.uniform01();
+        boost = std::pow(u, g.inv_shape);
+        boosted = true;
+    }
+    while (true) {
+        double x;
+        double v;
+        do {
+            x = rng_.normal();
+            v = 1.0 + g.c * x;
+        } while (v <= 0);
+        v = v * v * v;
+        const double u = 1.0 - rng_.uniform01();
+        if (u < 1 - 0.0331 * x * x * x * x) return boosted ? (g.d * v) * boost : g.d * v;
+        if (std::log(u) < 0.5 * x * x + g.d * (1 - v + std::log(v)))
+            return boosted ? (g.d * v) * boost : g.d * v;
+    }
+}
+
+double AcceptanceModel::draw_accept_prob(std::size_t position) {
+    const double mu = mu_[position];
     if (config_.correlation == 0 || mu <= 0 || mu >= 1) return mu;
     if (config_.correlation == 1) return rng_.bernoulli(mu) ? 1.0 : 0.0;
-    return rng_.beta(mu * concentration_, (1 - mu) * concentration_);
+    const double x = draw_gamma(gamma_a_[position]);
+    const double y = draw_gamma(gamma_b_[position]);
+    return x / (x + y);
 }
 
 float AcceptanceModel::confidence_of(double q) const {
@@ -75,7 +122,7 @@ DraftDraw AcceptanceModel::draw() {
     bool running = true;
     for (std::int32_t j = 0; j < d.num_drafts; ++j) {
         const auto i = static_cast<std::size_t>(j);
-        const double q = draw_accept_prob(mu_[i]);
+        const double q = draw_accept_prob(i);
         d.accept_prob[i] = static_cast<float>(q);
         d.confidence[i] = confidence_of(q);
         // NOTE: the outcome is drawn for every draft (not only reached ones) so that the number of

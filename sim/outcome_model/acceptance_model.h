@@ -70,13 +70,25 @@ public:
     const AcceptanceModelConfig& config() const { return config_; }
 
 private:
-    double draw_accept_prob(double mu);
+    /// Rng::gamma's constants for one shape, computed once (the shapes are fixed per position).
+    struct GammaParams {
+        bool boost = false;  // shape < 1: Gamma(shape + 1) · U^(1/shape)
+        double d = 0;
+        double c = 0;
+        double inv_shape = 0;
+    };
+    static GammaParams gamma_params(double shape);
+    double draw_gamma(const GammaParams& g);
+    double draw_accept_prob(std::size_t position);
     float confidence_of(double q) const;
 
     AcceptanceModelConfig config_;
     Rng rng_;
     std::array<double, 7> mu_{};
     double concentration_ = 0;  // κ
+    /// Per position: the Beta's two gammas (used when 0 < ρ < 1 and 0 < μ_j < 1).
+    std::array<GammaParams, 7> gamma_a_{};
+    std::array<GammaParams, 7> gamma_b_{};
 };
 
 }  // namespace deepinfer::sim

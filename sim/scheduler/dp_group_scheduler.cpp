@@ -73,34 +73,47 @@ CommitResult DpGroupScheduler::commit(const StepPlan& plan, const StepOutcome& o
     launched_.pop_front();
     CommitResult result;
     std::size_t at = 0;
-    StepPlan sub;
-    StepOutcome sub_out;
+    // NOTE: the per-rank plan and outcome are scratch members: assigning into their existing
+    // elements reuses the vectors' storage (confidences, token ids) from step to step.
+    StepPlan& sub = sub_plan_;
+    StepOutcome& sub_out = sub_outcome_;
     for (const Part& part : launched.parts) {
+        DI_CHECK(at + part.num_seqs <= plan.seqs.size(),
+                 "DP group plan of " << plan.seqs.size() << " sequences, parts past " << at);
         sub.step_id = part.step_id;
-        sub.seqs.clear();
-        sub_out.seqs.clear();
+        sub.seqs.resize(part.num_seqs);
+        sub_out.seqs.resize(part.num_seqs);
         sub_out.step_id = part.step_id;
         sub_out.start_s = outcome.start_s;
         sub_out.end_s = outcome.end_s;
-        for (std::size_t i = at; i < at + part.num_seqs; ++i) {
-            const SeqSchedule& s = plan.seqs[i];
+        for (std::size_t k = 0; k < part.num_seqs; ++k) {
+            const SeqSchedule& s = plan.seqs[at + k];
             // Commit reads counters only: the block table is not copied.
-            sub.seqs.push_back(SeqSchedule{.request = s.request,
-                                           .dp_rank = s.dp_rank,
-                                           .num_computed_tokens = s.num_computed_tokens,
-                                           .num_new_tokens = s.num_new_tokens,
-                                           .num_verify_tokens = s.num_verify_tokens,
-                                           .num_replay_tokens = s.num_replay_tokens,
-                                           .num_drafts_to_propose = s.num_drafts_to_propose,
-                                           .samples = s.samples,
-                                           .is_new = s.is_new,
-                                           .block_ids = {}});
-            sub_out.seqs.push_back(outcome.seqs[i]);
+            SeqSchedule& d = sub.seqs[k];
+            d.request = s.request;
+            d.dp_rank = s.dp_rank;
+            d.num_computed_tokens = s.num_computed_tokens;
+            d.num_new_tokens = s.num_new_tokens;
+            d.num_verify_tokens = s.num_verify_tokens;
+            d.num_replay_tokens = s.num_replay_tokens;
+            d.num_drafts_to_propose = s.num_drafts_to_propose;
+            d.samples = s.samples;
+            d.is_new = s.is_new;
+            d.block_ids.clear();
+            sub_out.seqs[k] = outcome.seqs[at + k];
         }
         at += part.num_seqs;
         CommitResult r = ranks_[static_cast<std::size_t>(part.rank)]->commit(sub, sub_out, now_s);
-        result.progress.insert(result.progress.end(), r.progress.begin(), r.progress.end());
-        for (FinishedRequest& f : r.finished) result.finished.push_back(std::move(f));
+        if (result.progress.empty()) {
+            result.progress = std::move(r.progress);
+        } else {
+            result.progress.insert(result.progress.end(), r.progress.begin(), r.progress.end());
+        }
+        if (result.finished.empty()) {
+            result.finished = std::move(r.finished);
+        } else {
+            for (FinishedRequest& f : r.finished) result.finished.push_back(std::move(f));
+        }
     }
     DI_CHECK(at == plan.seqs.size(), "DP group plan of " << plan.seqs.size() << " sequences, parts " << at);
     return result;

@@ -48,6 +48,9 @@ private:
     std::vector<std::unique_ptr<DsparkVerifyAdapter>> verify_;
     std::deque<Launched> launched_;
     std::int64_t next_step_id_ = 0;
+    // Scratch for commit(): one rank's share of the plan and of the outcome.
+    StepPlan sub_plan_;
+    StepOutcome sub_outcome_;
 };
 
 }  // namespace deepinfer::sim

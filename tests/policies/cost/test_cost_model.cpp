@@ -1,15 +1,18 @@
 // Curve interpolation/extrapolation, profile files, and the CostModel composition on synthetic curves.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "policies/common/rng.h"
 #include "policies/cost/cost_model.h"
 #include "tests/support/builders.h"
 
 using namespace deepinfer;
 
 TEST_CASE("Curve: exact at grid points, linear between them", "[policies][cost]") {
-    const auto g = testing::make_bilinear_group("moe_experts", "tokens", "experts", {1, 10, 100}, {1, 8}, 3, 2, 5, 0.5);
+    const auto g =
+        testing::make_bilinear_group("moe_experts", "tokens", "experts", {1, 10, 100}, {1, 8}, 3, 2, 5, 0.5);
     auto f = [](double x, double y) { return 3 + 2 * x + 5 * y + 0.5 * x * y; };
     for (double x : {1.0, 10.0, 100.0})
         for (double y : {1.0, 8.0}) CHECK(g.curve.eval_us(std::vector<double>{x, y}) == Approx(f(x, y)));
@@ -56,8 +59,9 @@ TEST_CASE("Profile files: round trip and errors naming file and field", "[polici
         load_profile_dir(dir.string());
         FAIL("expected a ProfileError");
     } catch (const ProfileError& e) {
-        CHECK(std::string(e.what()) == (dir / "dense.json").string() +
-                                           ": /axes/0/values/2: expected a value larger than the previous one, got 1");
+        CHECK(std::string(e.what()) ==
+              (dir / "dense.json").string() +
+                  ": /axes/0/values/2: expected a value larger than the previous one, got 1");
     }
     // Wrong kind.
     {
@@ -65,7 +69,8 @@ TEST_CASE("Profile files: round trip and errors naming file and field", "[polici
         j["kind"] = "guessed";
         std::ofstream(dir / "dense.json") << j.dump();
     }
-    CHECK_THROWS_WITH(load_profile_dir(dir.string()), Catch::Contains("/kind: expected one of \"measured\", \"derived\""));
+    CHECK_THROWS_WITH(load_profile_dir(dir.string()),
+                      Catch::Contains("/kind: expected one of \"measured\", \"derived\""));
     // Wrong time grid shape.
     {
         auto j = op_group_profile_to_json(p.at("dense"));
@@ -78,8 +83,13 @@ TEST_CASE("Profile files: round trip and errors naming file and field", "[polici
 
 TEST_CASE("CostModel: composes the op groups as documented", "[policies][cost]") {
     const CostModel m(testing::make_synthetic_profile(), ModelShape::v4_flash());
-    StepShape s{.num_tokens = 64, .num_seqs = 64, .num_sampled = 64, .mean_context = 4096,
-                .moe_tokens_per_rank = 384, .moe_experts_per_rank = 64, .ep_tokens = 0};
+    StepShape s{.num_tokens = 64,
+                .num_seqs = 64,
+                .num_sampled = 64,
+                .mean_context = 4096,
+                .moe_tokens_per_rank = 384,
+                .moe_experts_per_rank = 64,
+                .ep_tokens = 0};
     const StepCost c = m.step_cost(s);
     CHECK(c.dense_s == Approx((100 + 0.5 * 64) * 1e-6));
     const double attn_us = 5 + 0.01 * 64 + 0.0001 * 4096;
@@ -93,7 +103,8 @@ TEST_CASE("CostModel: composes the op groups as documented", "[policies][cost]")
 TEST_CASE("CostModel: a profile missing a group is refused by name", "[policies][cost]") {
     ProfileSet p = testing::make_synthetic_profile();
     p.groups.erase("sampling");
-    CHECK_THROWS_WITH((CostModel(p, ModelShape{})), Catch::Contains("/sampling: expected a profile for op group"));
+    CHECK_THROWS_WITH((CostModel(p, ModelShape{})),
+                      Catch::Contains("/sampling: expected a profile for op group"));
 }
 
 TEST_CASE("shape_of: tokens, sampled sequences and mean context from a plan", "[policies][cost]") {
@@ -109,11 +120,33 @@ TEST_CASE("shape_of: tokens, sampled sequences and mean context from a plan", "[
 }
 
 TEST_CASE("CostModel: a copy outlives its original and predicts the same", "[policies][cost]") {
-    const StepShape s{.num_tokens = 100, .num_seqs = 10, .num_sampled = 10, .mean_context = 2048,
-                      .moe_tokens_per_rank = 600, .moe_experts_per_rank = 100, .ep_tokens = 50};
+    const StepShape s{.num_tokens = 100,
+                      .num_seqs = 10,
+                      .num_sampled = 10,
+                      .mean_context = 2048,
+                      .moe_tokens_per_rank = 600,
+                      .moe_experts_per_rank = 100,
+                      .ep_tokens = 50};
     std::optional<CostModel> original(std::in_place, testing::make_synthetic_profile(), ModelShape{});
     const double expected = original->step_time_s(s);
     const CostModel copy = *original;
     original.reset();
     CHECK(copy.step_time_s(s) == expected);
+}
+
+TEST_CASE("Curve: the one- and two-axis fast paths return eval_us's doubles exactly", "[policies][cost]") {
+    const Curve c1({CurveAxis{"tokens", {1, 2, 4, 8, 16}}}, {3, 4, 6, 9, 15});
+    const Curve c2({CurveAxis{"tokens", {1, 4, 16}}, CurveAxis{"context", {1, 8, 64, 512}}},
+                   {1, 2, 4, 8, 2, 3, 7, 12, 5, 9, 14, 30});
+    Rng rng(5);
+    for (int i = 0; i < 5000; ++i) {
+        // Below, inside, on grid points and far above the grid.
+        const double x =
+            i % 7 == 0 ? std::pow(2.0, static_cast<double>(rng.uniform_int(0, 5))) : rng.uniform(-2, 40);
+        const double y = rng.uniform(-5, 2000);
+        const double p1[1] = {x};
+        CHECK(c1.eval1_us(x) == c1.eval_us(std::span<const double>(p1, 1)));
+        const double p2[2] = {x, y};
+        CHECK(c2.eval2_us(c2.bracket(0, x), c2.bracket(1, y)) == c2.eval_us(std::span<const double>(p2, 2)));
+    }
 }

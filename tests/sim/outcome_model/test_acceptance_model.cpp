@@ -183,3 +183,28 @@ TEST_CASE(
         }
     }
 }
+
+TEST_CASE("AcceptanceModel: draws equal Beta draws from Rng::beta bit for bit", "[sim][dspark]") {
+    // The model precomputes the gamma constants per position; the draws must not change.
+    for (double rho : {0.2, 0.5, 0.9}) {
+        const AcceptanceModelConfig c{.mean_accepted_length = 3.20, .correlation = rho};
+        AcceptanceModel m(c, Rng(77));
+        Rng ref(77);
+        const double kappa = 1.0 / (rho * rho) - 1.0;
+        for (int i = 0; i < 2000; ++i) {
+            const sim::DraftDraw d = m.draw();
+            std::int32_t run = 0;
+            bool running = true;
+            for (std::int32_t j = 0; j < c.max_draft_tokens; ++j) {
+                const double mu = m.position_means()[static_cast<std::size_t>(j)];
+                const double q = ref.beta(mu * kappa, (1 - mu) * kappa);
+                CAPTURE(rho, i, j, mu * kappa, (1 - mu) * kappa);
+                REQUIRE(d.accept_prob[static_cast<std::size_t>(j)] == static_cast<float>(q));
+                const bool accepted = ref.uniform01() < q;  // drawn for every draft
+                running = running && accepted;
+                if (running) ++run;
+            }
+            REQUIRE(d.num_accepted_if_all == run);
+        }
+    }
+}
