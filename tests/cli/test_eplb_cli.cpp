@@ -1,11 +1,8 @@
 // `deepinfer eplb` end to end: trace file in, placement file out, the printed balance, node-first
 // placement, determinism, and one-line errors naming the file and field for bad traces and options.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -14,6 +11,7 @@
 
 #include "policies/eplb/eplb_json.h"
 #include "policies/eplb/rebalance.h"
+#include "tests/support/cli_runner.h"
 
 using namespace deepinfer;
 
@@ -21,23 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-    int status = -1;
-    std::string output;  // stdout and stderr together
-};
+using testing::CliResult;
+using Result = CliResult;
 
-Result run_cli(const std::string& args) {
-    const std::string cmd = std::string(DEEPINFER_CLI) + " " + args + " 2>&1";
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf{};
-    std::size_t n = 0;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-    const int raw = pclose(p);
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    return r;
-}
+CliResult run_cli(const std::string& args) { return testing::run_deepinfer(args); }
 
 /// A scratch folder for one test, removed at the end.
 struct Scratch {

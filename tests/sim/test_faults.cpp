@@ -12,36 +12,25 @@
 #include <string>
 
 #include "policies/common/json_reader.h"
+#include "tests/support/cli_runner.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-/// Runs the CLI; returns its exit code, stdout+stderr in `output`.
+/// Runs `deepinfer simulate ARGS --no-progress`; returns its exit code, stdout+stderr in `output`.
 int run_cli(const std::string& args, std::string& output) {
-    // NOTE: one log per process: ctest runs test cases in parallel processes.
-    const fs::path log =
-        fs::temp_directory_path() / ("deepinfer_sim_faults." + std::to_string(getpid()) + ".log");
-    const std::string cmd =
-        std::string(DEEPINFER_CLI) + " simulate " + args + " --no-progress > " + log.string() + " 2>&1";
-    const int rc = std::system(cmd.c_str());
-    output = slurp(log);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    const auto r = deepinfer::testing::run_deepinfer("simulate " + args + " --no-progress");
+    output = r.output;
+    return r.status;
 }
 
 fs::path temp_dir(const std::string& name) {
     return fs::temp_directory_path() / ("deepinfer_faults_" + name + "." + std::to_string(getpid()));
 }
 
-json summary(const fs::path& dir) { return json::parse(slurp(dir / "summary.json")); }
+json summary(const fs::path& dir) { return json::parse(deepinfer::testing::read_file(dir / "summary.json")); }
 
 const fs::path kSource = DEEPINFER_SOURCE_DIR;
 // small_full (2 prefill instances × 8, one EP16 decode instance) with longer outputs, a 4-node
@@ -51,7 +40,7 @@ const fs::path kFaults = kSource / "tests/golden/sim/faults_config.json";
 
 /// The fault config with `faults` replaced, in the temp folder (profile path made absolute).
 fs::path config_with_faults(const std::string& name, const json& faults) {
-    json c = json::parse(slurp(kFaults));
+    json c = json::parse(deepinfer::testing::read_file(kFaults));
     c["faults"] = faults;
     c["profile"] = (kSource / "profiles/h200-roofline").string();
     const fs::path p =
@@ -85,7 +74,7 @@ TEST_CASE("faults: GPU, link and store-node failures that recover lose no reques
     // Instance downtime: 4 s (prefill 0) + 2 s (decode 0).
     CHECK(f["instance_down_s"].get<double>() == Approx(6.0));
     // The per-request CSV marks the moved requests.
-    const std::string csv = slurp(dir / "requests.csv");
+    const std::string csv = deepinfer::testing::read_file(dir / "requests.csv");
     CHECK(csv.find(",completed,1,") != std::string::npos);
 }
 
@@ -98,7 +87,8 @@ TEST_CASE("faults: the same config and seed give byte-identical results with fau
     sa.erase("wall");
     sb.erase("wall");
     CHECK(sa.dump() == sb.dump());
-    CHECK(slurp(a / "requests.csv") == slurp(b / "requests.csv"));
+    CHECK(deepinfer::testing::read_file(a / "requests.csv") ==
+          deepinfer::testing::read_file(b / "requests.csv"));
 }
 
 TEST_CASE("faults: a decode GPU that never recovers leaves requests failed, counted", "[sim][faults]") {

@@ -11,33 +11,22 @@
 #include <string>
 
 #include "policies/common/json_reader.h"
+#include "tests/support/cli_runner.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-/// Runs the CLI; returns its exit code, stdout+stderr in `output`.
+/// Runs `deepinfer simulate ARGS --no-progress`; returns its exit code, stdout+stderr in `output`.
 int run_cli(const std::string& args, std::string& output) {
-    // NOTE: one log per process: ctest runs test cases in parallel processes.
-    const fs::path log =
-        fs::temp_directory_path() / ("deepinfer_sim_cli." + std::to_string(getpid()) + ".log");
-    const std::string cmd =
-        std::string(DEEPINFER_CLI) + " simulate " + args + " --no-progress > " + log.string() + " 2>&1";
-    const int rc = std::system(cmd.c_str());
-    output = slurp(log);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    const auto r = deepinfer::testing::run_deepinfer("simulate " + args + " --no-progress");
+    output = r.output;
+    return r.status;
 }
 
 /// summary.json without its wall-clock block, pretty-printed.
 std::string deterministic_summary(const fs::path& dir) {
-    nlohmann::json s = nlohmann::json::parse(slurp(dir / "summary.json"));
+    nlohmann::json s = nlohmann::json::parse(deepinfer::testing::read_file(dir / "summary.json"));
     s.erase("wall");
     return deepinfer::dump_pretty(s);
 }
@@ -55,11 +44,13 @@ TEST_CASE("simulate: the same config and seed give byte-identical summary and pe
     REQUIRE(run_cli("--config " + kSmall.string() + " --out " + a.string(), out) == 0);
     REQUIRE(run_cli("--config " + kSmall.string() + " --out " + b.string(), out) == 0);
     CHECK(deterministic_summary(a) == deterministic_summary(b));
-    CHECK(slurp(a / "requests.csv") == slurp(b / "requests.csv"));
+    CHECK(deepinfer::testing::read_file(a / "requests.csv") ==
+          deepinfer::testing::read_file(b / "requests.csv"));
     // A different seed changes the traffic.
     const fs::path c = fs::temp_directory_path() / "deepinfer_sim_det_c";
     REQUIRE(run_cli("--config " + kSmall.string() + " --seed 8 --out " + c.string(), out) == 0);
-    CHECK(slurp(a / "requests.csv") != slurp(c / "requests.csv"));
+    CHECK(deepinfer::testing::read_file(a / "requests.csv") !=
+          deepinfer::testing::read_file(c / "requests.csv"));
 }
 
 TEST_CASE("simulate: the small scenarios match their golden files", "[sim][cli][golden]") {
@@ -74,11 +65,13 @@ TEST_CASE("simulate: the small scenarios match their golden files", "[sim][cli][
         const fs::path golden_csv = kSource / ("tests/golden/sim/" + name + "_requests.csv");
         if (const char* u = std::getenv("DEEPINFER_UPDATE_GOLDEN"); u != nullptr && std::string(u) == "1") {
             std::ofstream(golden_summary, std::ios::binary) << deterministic_summary(dir);
-            std::ofstream(golden_csv, std::ios::binary) << slurp(dir / "requests.csv");
+            std::ofstream(golden_csv, std::ios::binary)
+                << deepinfer::testing::read_file(dir / "requests.csv");
         }
         INFO(name);
-        CHECK(deterministic_summary(dir) == slurp(golden_summary));
-        CHECK(slurp(dir / "requests.csv") == slurp(golden_csv));
+        CHECK(deterministic_summary(dir) == deepinfer::testing::read_file(golden_summary));
+        CHECK(deepinfer::testing::read_file(dir / "requests.csv") ==
+              deepinfer::testing::read_file(golden_csv));
     }
 }
 
@@ -91,8 +84,9 @@ TEST_CASE("simulate: the full scheduler run is deterministic, caches agent turns
     REQUIRE(run_cli("--config " + full.string() + " --out " + a.string(), out) == 0);
     REQUIRE(run_cli("--config " + full.string() + " --out " + b.string(), out) == 0);
     CHECK(deterministic_summary(a) == deterministic_summary(b));
-    CHECK(slurp(a / "requests.csv") == slurp(b / "requests.csv"));
-    const auto s = nlohmann::json::parse(slurp(a / "summary.json"));
+    CHECK(deepinfer::testing::read_file(a / "requests.csv") ==
+          deepinfer::testing::read_file(b / "requests.csv"));
+    const auto s = nlohmann::json::parse(deepinfer::testing::read_file(a / "summary.json"));
     CHECK(s["requests_completed"].get<int>() == s["requests_arrived"].get<int>());
     // Agent turns resend their history: most of their prompt comes from the cache.
     const double agent = s["prefix_cache"]["hit_rate"]["agent"].get<double>();
@@ -113,7 +107,7 @@ TEST_CASE("simulate: a finished run accounts for every request and names its pro
     std::string out;
     REQUIRE(run_cli("--config " + kSmall.string() + " --set workload.duration_s=10 --out " + dir.string(),
                     out) == 0);
-    const auto s = nlohmann::json::parse(slurp(dir / "summary.json"));
+    const auto s = nlohmann::json::parse(deepinfer::testing::read_file(dir / "summary.json"));
     CHECK(s["requests_arrived"].get<int>() > 0);
     CHECK(s["requests_completed"].get<int>() + s["requests_rejected"].get<int>() +
               s["requests_unfinished"].get<int>() ==
@@ -122,7 +116,7 @@ TEST_CASE("simulate: a finished run accounts for every request and names its pro
     CHECK(s["prefix_cache_hit_rate"].is_null());
     CHECK(s["ttft_s"]["p50"].get<double>() > 0);
     CHECK(s["ttft_s"]["p50"].get<double>() <= s["ttft_s"]["p99"].get<double>());
-    const auto eff = nlohmann::json::parse(slurp(dir / "effective_config.json"));
+    const auto eff = nlohmann::json::parse(deepinfer::testing::read_file(dir / "effective_config.json"));
     CHECK(eff["workload"]["duration_s"].get<double>() == 10.0);
     CHECK(out.find("TTFT") != std::string::npos);
 }

@@ -8,15 +8,11 @@
 #include <sstream>
 
 #include "tests/engine/cpu/v4_golden_support.h"
+#include "tests/support/cli_runner.h"
 
 using namespace deepinfer;
 
 namespace {
-
-struct Run {
-    int rc = -1;
-    std::string out;
-};
 
 // NOTE: strings are built with ostringstream: gcc 12 reports a -Wrestrict false positive for
 // chains of std::string operator+.
@@ -26,19 +22,6 @@ std::string cat(const Parts&... parts) {
     (os << ... << parts);
     return os.str();
 }
-
-Run run_cli(const std::string& args) {
-    const std::string cmd = cat(DEEPINFER_CLI, " ", args, " 2>&1");
-    Run r;
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf{};
-    while (fgets(buf.data(), static_cast<int>(buf.size()), p) != nullptr) r.out += buf.data();
-    const int status = pclose(p);
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-}
-
 }  // namespace
 
 TEST_CASE("deepinfer generate: greedy ids and the logits dump match HF on the golden prompt",
@@ -50,12 +33,12 @@ TEST_CASE("deepinfer generate: greedy ids and the logits dump match HF on the go
     for (std::int32_t t : ids) list += cat(list.empty() ? "" : ",", t);
     const std::string dump =
         (std::filesystem::temp_directory_path() / "deepinfer_cli_dump.safetensors").string();
-    const Run r = run_cli(cat("generate --model ", deepinfer::testing::v4_golden_dir("hc2w8"),
-                              " --prompt-ids ", list, " --max-tokens ", ref.size(),
-                              " --temperature 0 --max-num-batched-tokens 16 --dump-logits ", dump));
-    INFO(r.out);
-    REQUIRE(r.rc == 0);
-    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const testing::CliResult r = testing::run_deepinfer(cat(
+        "generate --model ", deepinfer::testing::v4_golden_dir("hc2w8"), " --prompt-ids ", list,
+        " --max-tokens ", ref.size(), " --temperature 0 --max-num-batched-tokens 16 --dump-logits ", dump));
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    const nlohmann::json j = nlohmann::json::parse(r.output);
     CHECK(j.at("token_ids").get<std::vector<std::int32_t>>() == ref);
     CHECK(j.at("finish_reason") == "length");
     const model::SafetensorsFile f(dump);
@@ -81,10 +64,10 @@ TEST_CASE("deepinfer generate: bad arguments and checkpoints fail with one line 
              cat("generate --model ", model, " --prompt-ids 1,x"),
              cat("generate --model ", model, " --prompt-ids 1,9999"),
              "generate --model /nonexistent/dir --prompt-ids 1", "generate --prompt-ids 1"}) {
-        const Run r = run_cli(args);
-        INFO(args << " -> " << r.out);
-        CHECK(r.rc == 1);
-        CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
-        CHECK(r.out.find("error") != std::string::npos);
+        const testing::CliResult r = testing::run_deepinfer(args);
+        INFO(args << " -> " << r.output);
+        CHECK(r.status == 1);
+        CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+        CHECK(r.output.find("error") != std::string::npos);
     }
 }
