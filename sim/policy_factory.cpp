@@ -7,7 +7,8 @@
 namespace deepinfer::sim {
 
 std::unique_ptr<StepScheduler> make_scheduler(const InstanceGroupConfig& group) {
-    // TODO(#3): "full" -> the Scheduler with KV block pool, prefix cache and router.
+    // "simple" only: "full" (one policies Scheduler per attention-DP rank) is built by
+    // Cluster::make_full_scheduler, which needs the platform (HBM per GPU, shared store tier).
     return std::make_unique<SimpleScheduler>(group.scheduler_config);
 }
 

@@ -1,5 +1,6 @@
 // Small seeded outcome models behind interfaces the SimExecutor uses: draft acceptance.
-// TODO(#5): switch to the DSpark acceptance model (sim/outcome_model/acceptance_model.h) once it lands.
+// The fixed-rate model is `acceptance.model: "fixed_rate"`; "dspark" selects the calibrated seeded model
+// of sim/outcome_model/acceptance_model.h.
 #pragma once
 
 #include <cstdint>
