@@ -71,16 +71,19 @@ void Scheduler::choose_verify_lengths(std::int32_t budget) {
     for (std::uint32_t slot : running_) {
         Seq& seq = slots_[slot];
         seq.verify_choice = 0;
-        if (seq.state != State::kRunning || seq.num_inflight_samples > 0) continue;
-        const std::int32_t known = seq.request.prompt_len() + seq.num_output;
+        if (seq.state != State::kRunning || seq.num_inflight_draft_steps > 0) continue;
+        const std::int32_t expected_out = seq.num_output + seq.num_inflight_samples;
+        if (expected_out >= seq.request.max_new_tokens) continue;
+        const std::int32_t known = seq.request.prompt_len() + expected_out;
         const std::int32_t next = seq.num_computed + seq.num_inflight_tokens;
         if (next != known - 1) {
             note_prefill_chunk(seq, next, known, budget, ctx);
             continue;
         }
+        // A decode token (on a placeholder when a plain sampling step is in flight: it has no drafts).
         ++ctx.num_decode_seqs;
         ctx.decode_context_tokens += next;
-        if (seq.num_drafts_ready == 0) continue;
+        if (seq.num_inflight_samples > 0 || seq.num_drafts_ready == 0) continue;
         const std::int32_t max_verify =
             std::min(seq.num_drafts_ready, seq.request.max_new_tokens - seq.num_output - 1);
         if (max_verify <= 0) continue;
@@ -148,7 +151,8 @@ void Scheduler::schedule_running(StepPlan& plan, PassState& pass) {
 Scheduler::Fit Scheduler::schedule_running_seq(std::size_t pos, StepPlan& plan, PassState& pass) {
     const std::uint32_t slot = running_[pos];
     Seq& seq = slots_[slot];
-    if (config_.num_speculative_tokens > 0 && seq.num_inflight_samples > 0) return Fit::kIdle;
+    // Placeholders stand for plain sampled tokens only: after drafts the next position is unknown.
+    if (seq.num_inflight_draft_steps > 0) return Fit::kIdle;
     const std::int32_t expected_out = seq.num_output + seq.num_inflight_samples;
     if (expected_out >= seq.request.max_new_tokens) return Fit::kIdle;
     const std::int32_t known = seq.request.prompt_len() + expected_out;
@@ -309,6 +313,7 @@ SeqSchedule& Scheduler::emit(Seq& seq, std::int32_t next, std::int32_t n, std::i
     seq.num_inflight_tokens += n;
     seq.num_inflight_samples += samples ? 1 : 0;
     seq.num_inflight_steps += 1;
+    seq.num_inflight_draft_steps += (samples && (k > 0 || propose > 0)) ? 1 : 0;
     if (samples) seq.num_drafts_ready = 0;  // verified now, or stale after this step
     return s;
 }

@@ -50,13 +50,20 @@ SchedulerConfig scheduler_config_from_json(const JsonReader& r);
 /// first ceil(num_computed_tokens / block_tokens) blocks it holds for the sequence (dropping blocks
 /// that a draft rollback released) and appends `block_ids`.
 ///
-/// Async scheduling: a sequence with steps in flight is planned on placeholders (each in-flight
-/// sampling step counts as one output token; a stop or max length discards later steps at commit).
-/// With speculative decoding on (num_speculative_tokens > 0) this is conservative: a sequence whose
-/// in-flight step samples is not planned again until that step commits, because how many tokens it
-/// yields and which drafts come next are unknown. Prompt chunks still pipeline, and other sequences
-/// fill the step; when every running sequence speculates, the plan made while a step is in flight
-/// comes out empty and the Instance loop degrades to synchronous (no plan/execute overlap).
+/// Async scheduling: a sequence with steps in flight is planned on placeholders. Each in-flight
+/// sampling step counts as one expected output token, so a decoding sequence is planned for its
+/// next token before the previous one is known (a pure-decode batch is planned every step). At
+/// commit, a stop token or max_new_tokens in step N finishes the request and the outcome of every
+/// later step already launched for it is discarded; its KV blocks (including a block taken for a
+/// placeholder token) are released once, when its last in-flight step commits. Placeholders never
+/// push a sequence past max_new_tokens (so never past max_model_len).
+/// Drafts are the exception: a sequence whose in-flight sampling step verifies drafts or proposes
+/// them is not planned again until that step commits, because how many drafts are accepted (so the
+/// position of the next token) and which drafts come next are unknown. Placeholder steps themselves
+/// never verify or propose drafts (the proposal count only shrinks as outputs grow). Prompt chunks
+/// still pipeline and other sequences fill the step; when every running sequence speculates, the
+/// plan made while a step is in flight comes out empty and the Instance loop degrades to
+/// synchronous (no plan/execute overlap).
 ///
 /// P/D disaggregation: a request with num_handed_over_tokens starts at that position on its first
 /// admission (the KV arrived with the handoff; blocks are allocated for it, nothing is replayed).
@@ -104,6 +111,8 @@ private:
         std::int32_t num_inflight_tokens = 0;
         std::int32_t num_inflight_samples = 0;
         std::int32_t num_inflight_steps = 0;
+        /// In-flight sampling steps that verify or propose drafts (no placeholder planning past them).
+        std::int32_t num_inflight_draft_steps = 0;
         std::int32_t num_registered_blocks = 0;
         std::int32_t replay_begin = 0;
         std::int32_t replay_end = 0;

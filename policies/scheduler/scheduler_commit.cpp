@@ -72,6 +72,8 @@ CommitResult Scheduler::commit(const StepPlan& plan, const StepOutcome& outcome,
         seq.num_inflight_tokens -= s.num_new_tokens;
         seq.num_inflight_samples -= s.samples ? 1 : 0;
         seq.num_inflight_steps -= 1;
+        const bool drafts = s.samples && (s.num_verify_tokens > 0 || s.num_drafts_to_propose > 0);
+        seq.num_inflight_draft_steps -= drafts ? 1 : 0;
         if (seq.state == State::kFinished) {
             // A placeholder step planned before the request finished: its work is discarded.
             if (seq.num_inflight_steps == 0) release(slot);
@@ -204,6 +206,15 @@ void Scheduler::check_invariants() const {
         DI_CHECK(static_cast<std::int32_t>(seq.blocks.size()) >=
                      blocks_for(seq.num_computed + seq.num_inflight_tokens),
                  "request " << seq.request.id << " computes past its block table");
+        // Placeholders (in-flight sampling steps) never count past max_new_tokens.
+        DI_CHECK(seq.num_inflight_draft_steps >= 0 &&
+                     seq.num_inflight_draft_steps <= seq.num_inflight_samples &&
+                     seq.num_inflight_samples <= seq.num_inflight_steps &&
+                     seq.num_output + seq.num_inflight_samples <= seq.request.max_new_tokens &&
+                     seq.num_computed + seq.num_inflight_tokens <=
+                         seq.request.prompt_len() + seq.request.max_new_tokens,
+                 "request " << seq.request.id << ": " << seq.num_output << " outputs + "
+                            << seq.num_inflight_samples << " in flight, max " << seq.request.max_new_tokens);
         for (BlockId b : seq.blocks) ++refs[b.value()];
     }
     DI_CHECK(running == num_running_, "running " << running << " vs " << num_running_);

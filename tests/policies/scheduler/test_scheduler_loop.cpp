@@ -1,6 +1,7 @@
 // Scheduler driven through engine::Instance with FakeExecutor: invariants over many seeds (budget,
 // sequence cap, blocks, every request finishing or rejected with a reason), speculative decoding
-// with scripted acceptance, and the async rule for drafts.
+// with scripted acceptance, async placeholders (decodes planned every step, stops discarding the
+// placeholder step) and the async rule for drafts.
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
@@ -50,7 +51,9 @@ LoopRun run_random(std::uint64_t seed, std::map<std::int64_t, Request>& requests
                                     .hit_stop = r.bernoulli(p_stop)};
     };
     LoopRun run;
-    std::set<std::int64_t> sampling_in_flight;
+    // Requests with a sampling step in flight that verifies or proposes drafts: never planned again
+    // until it commits (placeholders stand for plain sampled tokens only).
+    std::set<std::int64_t> drafts_in_flight;
     engine::InstanceHooks hooks;
     hooks.on_launch = [&](const StepPlan& plan, double) {
         REQUIRE(plan.num_tokens() <= cfg.max_num_batched_tokens);
@@ -59,8 +62,9 @@ LoopRun run_random(std::uint64_t seed, std::map<std::int64_t, Request>& requests
             REQUIRE(s.num_new_tokens >= 1);
             REQUIRE(s.num_verify_tokens <= cfg.num_speculative_tokens);
             REQUIRE(s.num_replay_tokens <= s.num_new_tokens);
-            if (cfg.num_speculative_tokens > 0) REQUIRE(sampling_in_flight.count(s.request.value()) == 0);
-            if (s.samples) sampling_in_flight.insert(s.request.value());
+            REQUIRE(drafts_in_flight.count(s.request.value()) == 0);
+            if (s.samples && (s.num_verify_tokens > 0 || s.num_drafts_to_propose > 0))
+                drafts_in_flight.insert(s.request.value());
             run.num_replay_tokens += s.num_replay_tokens;
         }
         run.num_preempted += static_cast<std::int64_t>(plan.preempted.size());
@@ -68,7 +72,8 @@ LoopRun run_random(std::uint64_t seed, std::map<std::int64_t, Request>& requests
     };
     hooks.on_commit = [&](const StepPlan& plan, const StepOutcome&, const CommitResult&, double) {
         for (const SeqSchedule& s : plan.seqs)
-            if (s.samples) sampling_in_flight.erase(s.request.value());
+            if (s.samples && (s.num_verify_tokens > 0 || s.num_drafts_to_propose > 0))
+                drafts_in_flight.erase(s.request.value());
         sched.check_invariants();
         ++run.num_steps;
     };
@@ -189,4 +194,113 @@ TEST_CASE("Scheduler loop: accepted drafts produce the same outputs in fewer ste
     // so the step count is the synchronous one (the overlap of planning and execution is lost).
     CHECK(run(3, true) == 11);
     CHECK(run(0, true) == 41);
+}
+
+TEST_CASE("Scheduler loop: with async scheduling a pure-decode batch is planned every step",
+          "[policies][scheduler]") {
+    SchedulerConfig cfg;
+    cfg.kv = tiny_kv(20, 16, 10);
+    Scheduler sched(cfg);
+    engine::ManualClock clock;
+    FakeExecutor exec(&clock);
+    engine::InstanceHooks hooks;
+    hooks.on_commit = [&](const StepPlan&, const StepOutcome&, const CommitResult&, double) {
+        sched.check_invariants();
+    };
+    engine::Instance inst("t", exec, clock, sched, nullptr, {.async_scheduling = true}, hooks);
+    for (auto& r : make_requests(2, 10, 4)) inst.add_request(r);
+    inst.run_until_idle();
+    // Step 0 = both prompts (samples token 1); steps 1..3 decode tokens 2..4 of both requests, each
+    // planned on a placeholder before the previous step's outcome (as with the SimpleScheduler).
+    const std::vector<std::string> expected = {"launch 0", "launch 1", "wait 0", "launch 2",
+                                               "wait 1",   "launch 3", "wait 2", "wait 3"};
+    REQUIRE(exec.log == expected);
+    REQUIRE(exec.plans.size() == 4);
+    for (std::size_t step = 1; step < 4; ++step) {
+        const StepPlan& plan = exec.plans[step];
+        REQUIRE(plan.seqs.size() == 2);
+        for (std::size_t i = 0; i < 2; ++i) {
+            CHECK(plan.seqs[i].request == RequestId(static_cast<std::int64_t>(i)));
+            CHECK(plan.seqs[i].num_computed_tokens == 10 + static_cast<std::int32_t>(step) - 1);
+            CHECK(plan.seqs[i].num_new_tokens == 1);
+            CHECK(plan.seqs[i].samples);
+        }
+    }
+    CHECK(inst.stats().num_finished == 2);
+    CHECK(inst.stats().num_output_tokens == 8);
+    CHECK(sched.pool().num_live_blocks() == 0);
+}
+
+TEST_CASE("Scheduler loop: a stop in step N discards the placeholder step N+1 and frees its block once",
+          "[policies][scheduler]") {
+    SchedulerConfig cfg;
+    cfg.kv = tiny_kv(8, 4, 4);
+    cfg.prefix_cache.enabled = false;
+    Scheduler sched(cfg);
+    engine::ManualClock clock;
+    FakeExecutor exec(&clock);
+    exec.script = [](const StepPlan& plan, const SeqSchedule&) {
+        return testing::ScriptedSeq{.hit_stop = plan.step_id == 1,
+                                    .token_id = static_cast<std::int32_t>(plan.step_id)};
+    };
+    std::vector<FinishedRequest> finished;
+    std::vector<std::int32_t> live_after_commit;
+    engine::InstanceHooks hooks;
+    hooks.on_commit = [&](const StepPlan&, const StepOutcome&, const CommitResult&, double) {
+        sched.check_invariants();
+        live_after_commit.push_back(sched.pool().num_live_blocks());
+    };
+    hooks.on_finished = [&](const FinishedRequest& f, double) { finished.push_back(f); };
+    engine::Instance inst("t", exec, clock, sched, nullptr, {.async_scheduling = true}, hooks);
+    // Prompt 7 in 4-token blocks: step 0 computes tokens 0..6 (2 blocks), step 1 token 7, and the
+    // placeholder step 2 token 8, which takes a third block.
+    for (auto& r : make_requests(1, 7, 10)) inst.add_request(r);
+    inst.run_until_idle();
+    REQUIRE(exec.plans.size() == 3);
+    CHECK(exec.plans[2].seqs.at(0).num_computed_tokens == 8);
+    CHECK(exec.plans[2].seqs.at(0).block_ids.size() == 1);
+    REQUIRE(finished.size() == 1);
+    CHECK(finished[0].reason == FinishReason::kStop);
+    CHECK(finished[0].num_output_tokens == 2);
+    CHECK(finished[0].output_token_ids == std::vector<std::int32_t>{0, 1});
+    // Step 0 commits after step 1 launched (2 blocks); step 1 commits after the placeholder step 2
+    // took the third block: the request is finished but step 2 still uses its 3 blocks; they are
+    // released once, when step 2 commits, and nothing else is launched.
+    CHECK(live_after_commit == std::vector<std::int32_t>{2, 3, 0});
+    CHECK(sched.pool().num_seq_states() == 0);
+    CHECK(inst.stats().num_output_tokens == 2);
+}
+
+TEST_CASE("Scheduler loop: placeholders stop at max_new_tokens and follow only steps without drafts",
+          "[policies][scheduler]") {
+    auto run = [](std::int32_t spec, std::int32_t max_new) {
+        SchedulerConfig cfg;
+        cfg.num_speculative_tokens = spec;
+        cfg.kv = tiny_kv(40, 16, 10);
+        Scheduler sched(cfg);
+        engine::ManualClock clock;
+        FakeExecutor exec(&clock);
+        engine::InstanceHooks hooks;
+        hooks.on_commit = [&](const StepPlan&, const StepOutcome&, const CommitResult&, double) {
+            sched.check_invariants();
+        };
+        hooks.on_finished = [&](const FinishedRequest& f, double) {
+            CHECK(f.reason == FinishReason::kLength);
+            CHECK(f.num_output_tokens == max_new);
+        };
+        engine::Instance inst("t", exec, clock, sched, nullptr, {.async_scheduling = true}, hooks);
+        for (auto& r : make_requests(1, 10, max_new)) inst.add_request(r);
+        inst.run_until_idle();
+        CHECK(sched.pool().num_live_blocks() == 0);
+        return exec.log;
+    };
+    using Log = std::vector<std::string>;
+    // max_new_tokens 1: the prompt step produces the only token, so no placeholder step follows.
+    CHECK(run(0, 1) == Log{"launch 0", "wait 0"});
+    // Drafting on but max_new_tokens 2: the prompt step proposes no drafts (no room to verify them),
+    // so the last token is planned on a placeholder.
+    CHECK(run(3, 2) == Log{"launch 0", "launch 1", "wait 0", "wait 1"});
+    // max_new_tokens 3: the prompt step proposes a draft, so step 1 waits for it and verifies it;
+    // the fake rejects it, and step 2 (the last token) waits for step 1's accepted count.
+    CHECK(run(3, 3) == Log{"launch 0", "wait 0", "launch 1", "wait 1", "launch 2", "wait 2"});
 }
