@@ -106,19 +106,19 @@ std::int32_t KvBlockPool::ref_count(BlockId b) const {
 }
 
 std::optional<BlockId> KvBlockPool::find_cached(std::uint64_t h) const {
-    const auto it = by_hash_.find(h);
-    if (it == by_hash_.end()) return std::nullopt;
-    return BlockId(it->second);
+    const std::int32_t* i = by_hash_.find(h);
+    if (i == nullptr) return std::nullopt;
+    return BlockId(*i);
 }
 
 bool KvBlockPool::set_hash(BlockId b, std::uint64_t h) {
     check_id(b);
     Block& blk = blocks_[static_cast<std::size_t>(b.value())];
     DI_CHECK(blk.ref > 0, "set_hash on unreferenced block " << b);
-    if (blk.has_hash || by_hash_.count(h) != 0) return false;
+    if (blk.has_hash || by_hash_.contains(h)) return false;
     blk.has_hash = true;
     blk.hash = h;
-    by_hash_.emplace(h, b.value());
+    by_hash_.insert(h, b.value());
     return true;
 }
 
@@ -199,8 +199,9 @@ void KvBlockPool::check_invariants() const {
     }
     DI_CHECK(live + cached + static_cast<std::int32_t>(free_.size()) == num_blocks_total(), "blocks leaked");
     DI_CHECK(static_cast<std::int32_t>(by_hash_.size()) == hashed, "hash index size " << by_hash_.size());
-    for (const auto& [h, i] : by_hash_)
+    by_hash_.for_each([&](std::uint64_t h, std::int32_t i) {
         DI_CHECK(blocks_[static_cast<std::size_t>(i)].hash == h, "stale index");
+    });
     DI_CHECK(live + cached <= block_capacity(num_seq_states_) || live + cached == 0, "over capacity");
 }
 

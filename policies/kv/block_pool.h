@@ -5,9 +5,9 @@
 
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
+#include "policies/common/flat_hash_map.h"
 #include "policies/common/ids.h"
 #include "policies/common/json_reader.h"
 #include "policies/kv/kv_model_shape.h"
@@ -109,7 +109,8 @@ private:
     std::int32_t num_cached_ = 0;
     std::int32_t num_seq_states_ = 0;
     std::int64_t num_evictions_ = 0;
-    std::unordered_map<std::uint64_t, std::int32_t> by_hash_;
+    /// Content hash -> block index (every hashed block, live or cached).
+    FlatHashMap64<std::int32_t> by_hash_;
     std::vector<std::uint64_t> evicted_;
 };
 

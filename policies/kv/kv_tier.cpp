@@ -1,4 +1,5 @@
-// KvTierIndex implementation: per-class LRU lists (expiry is monotone inside a class).
+// KvTierIndex implementation: per-class LRU lists (expiry is monotone inside a class) beside a flat
+// hash index; only the lists are ever walked, so order never depends on the index.
 #include "policies/kv/kv_tier.h"
 
 #include "policies/common/check.h"
@@ -12,14 +13,14 @@ KvTierIndex::KvTierIndex(std::int64_t capacity_blocks, std::array<double, kNumTr
 }
 
 bool KvTierIndex::contains(std::uint64_t h, double now_s) const {
-    const auto it = entries_.find(h);
-    return it != entries_.end() && it->second.expiry_s > now_s;
+    const Entry* e = entries_.find(h);
+    return e != nullptr && e->expiry_s > now_s;
 }
 
 void KvTierIndex::touch(std::uint64_t h, double now_s) {
-    const auto it = entries_.find(h);
-    if (it == entries_.end()) return;
-    Entry& e = it->second;
+    Entry* const found = entries_.find(h);
+    if (found == nullptr) return;
+    Entry& e = *found;
     auto& list = lru_[static_cast<std::size_t>(e.cls)];
     list.splice(list.end(), list, e.pos);
     e.expiry_s = now_s + ttl_s_[static_cast<std::size_t>(e.cls)];
@@ -28,11 +29,11 @@ void KvTierIndex::touch(std::uint64_t h, double now_s) {
 bool KvTierIndex::insert(std::uint64_t h, TrafficClass c, double now_s) {
     if (!enabled()) return false;
     expire(now_s);
-    const auto it = entries_.find(h);
-    const bool held = it != entries_.end();
+    const Entry* const found = entries_.find(h);
+    const bool held = found != nullptr;
     if (held) {
         // A block shared by both classes keeps the longer-lived class (no bytes move).
-        if (ttl_s_[static_cast<std::size_t>(c)] <= ttl_s_[static_cast<std::size_t>(it->second.cls)]) {
+        if (ttl_s_[static_cast<std::size_t>(c)] <= ttl_s_[static_cast<std::size_t>(found->cls)]) {
             touch(h, now_s);
             return false;
         }
@@ -41,15 +42,15 @@ bool KvTierIndex::insert(std::uint64_t h, TrafficClass c, double now_s) {
     if (size() >= capacity_blocks_) evict_one();
     auto& list = lru_[static_cast<std::size_t>(c)];
     list.push_back(h);
-    entries_.emplace(h, Entry{.cls = c,
-                              .expiry_s = now_s + ttl_s_[static_cast<std::size_t>(c)],
-                              .pos = std::prev(list.end())});
+    entries_.insert(h, Entry{.cls = c,
+                             .expiry_s = now_s + ttl_s_[static_cast<std::size_t>(c)],
+                             .pos = std::prev(list.end())});
     return !held;
 }
 
 void KvTierIndex::expire(double now_s) {
     for (auto& list : lru_) {
-        while (!list.empty() && entries_.at(list.front()).expiry_s <= now_s) {
+        while (!list.empty() && at(list.front()).expiry_s <= now_s) {
             entries_.erase(list.front());
             list.pop_front();
             ++num_expired_;
@@ -57,10 +58,16 @@ void KvTierIndex::expire(double now_s) {
     }
 }
 
+const KvTierIndex::Entry& KvTierIndex::at(std::uint64_t h) const {
+    const Entry* e = entries_.find(h);
+    DI_CHECK(e != nullptr, "tier index lost hash " << h);
+    return *e;
+}
+
 void KvTierIndex::erase(std::uint64_t h) {
-    const auto it = entries_.find(h);
-    lru_[static_cast<std::size_t>(it->second.cls)].erase(it->second.pos);
-    entries_.erase(it);
+    const Entry& e = at(h);
+    lru_[static_cast<std::size_t>(e.cls)].erase(e.pos);
+    entries_.erase(h);
 }
 
 void KvTierIndex::evict_one() {
@@ -71,7 +78,7 @@ void KvTierIndex::evict_one() {
     for (int c = 0; c < kNumTrafficClasses; ++c) {
         const auto& list = lru_[static_cast<std::size_t>(c)];
         if (list.empty()) continue;
-        const double e = entries_.at(list.front()).expiry_s;
+        const double e = at(list.front()).expiry_s;
         if (victim < 0 || e < best) {
             victim = c;
             best = e;

@@ -6,8 +6,8 @@
 #include <array>
 #include <cstdint>
 #include <list>
-#include <unordered_map>
 
+#include "policies/common/flat_hash_map.h"
 #include "policies/request.h"
 
 namespace deepinfer {
@@ -52,6 +52,8 @@ private:
         double expiry_s = 0.0;
         std::list<std::uint64_t>::iterator pos;
     };
+    /// The entry held under `h` (InternalError when absent: lists and index disagree).
+    const Entry& at(std::uint64_t h) const;
     void erase(std::uint64_t h);
     void evict_one();
 
@@ -59,7 +61,7 @@ private:
     std::array<double, kNumTrafficClasses> ttl_s_;
     /// Per class, hashes from least to most recently written/read (so expiry is non-decreasing).
     std::array<std::list<std::uint64_t>, kNumTrafficClasses> lru_;
-    std::unordered_map<std::uint64_t, Entry> entries_;
+    FlatHashMap64<Entry> entries_;
     std::int64_t num_expired_ = 0;
     std::int64_t num_evicted_ = 0;
 };
