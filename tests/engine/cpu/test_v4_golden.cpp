@@ -13,6 +13,25 @@ namespace {
 
 constexpr double kTol = 1e-5;
 
+/// Indexer picks and router choices: discrete stages compared exactly, not within a tolerance.
+bool is_discrete_stage(const std::string& key) {
+    return key.find("indexer_topk") != std::string::npos || key.find("router_indices") != std::string::npos;
+}
+
+struct PromptRun {
+    cpu::ForwardOutput out;
+    std::map<std::string, cpu::RowMat> stages;
+};
+
+/// The whole prompt through a fresh cache, with every stage's intermediate recorded.
+PromptRun run_prompt_with_stages(const cpu::V4Model& model, const std::vector<std::int32_t>& ids) {
+    PromptRun run;
+    const cpu::StageSink sink = [&](const std::string& k, const cpu::RowMat& v) { run.stages[k] = v; };
+    cpu::SeqCache cache = model.new_cache(1);
+    run.out = model.forward(cache, ids, /*all_logits=*/true, &sink);
+    return run;
+}
+
 }  // namespace
 
 TEST_CASE("V4 CPU reference: full-prompt logits match HF fp32 within 1e-5 relative",
@@ -21,16 +40,11 @@ TEST_CASE("V4 CPU reference: full-prompt logits match HF fp32 within 1e-5 relati
         INFO("golden " << name);
         auto model = deepinfer::testing::load_v4_golden_model(name);
         const GoldenTensors g(name);
-        const std::vector<std::int32_t> ids = g.ints("input_ids");
-        std::map<std::string, cpu::RowMat> stages;
-        const cpu::StageSink sink = [&](const std::string& k, const cpu::RowMat& v) { stages[k] = v; };
-        cpu::SeqCache cache = model->new_cache(1);
-        const cpu::ForwardOutput out = model->forward(cache, ids, /*all_logits=*/true, &sink);
+        const PromptRun run = run_prompt_with_stages(*model, g.ints("input_ids"));
+        const cpu::ForwardOutput& out = run.out;
         // Per-stage report first, to localise a mismatch.
-        for (const auto& [key, value] : stages) {
-            if (!g.has(key) || key.find("indexer_topk") != std::string::npos ||
-                key.find("router_indices") != std::string::npos)
-                continue;
+        for (const auto& [key, value] : run.stages) {
+            if (!g.has(key) || is_discrete_stage(key)) continue;
             const std::vector<float> ref = g.floats(key);
             if (ref.size() != static_cast<std::size_t>(value.size())) {
                 FAIL_CHECK("stage " << key << " has " << value.size() << " values, golden " << ref.size());
@@ -82,15 +96,10 @@ TEST_CASE("V4 CPU reference: indexer top-k and router choices equal HF's exactly
         INFO("golden " << name);
         auto model = deepinfer::testing::load_v4_golden_model(name);
         const GoldenTensors g(name);
-        std::map<std::string, cpu::RowMat> stages;
-        const cpu::StageSink sink = [&](const std::string& k, const cpu::RowMat& v) { stages[k] = v; };
-        cpu::SeqCache cache = model->new_cache(1);
-        model->forward(cache, g.ints("input_ids"), true, &sink);
+        const PromptRun run = run_prompt_with_stages(*model, g.ints("input_ids"));
         int compared = 0;
-        for (const auto& [key, value] : stages) {
-            const bool ids = key.find("indexer_topk") != std::string::npos ||
-                             key.find("router_indices") != std::string::npos;
-            if (!ids || !g.has(key)) continue;
+        for (const auto& [key, value] : run.stages) {
+            if (!is_discrete_stage(key) || !g.has(key)) continue;
             const std::vector<float> ref = g.floats(key);
             REQUIRE(ref.size() == static_cast<std::size_t>(value.size()));
             for (std::size_t i = 0; i < ref.size(); ++i) {
