@@ -1,7 +1,11 @@
 // AcceptanceModel: solves μ_1 for the target mean accepted length and draws confidences and outcomes.
 #include "sim/outcome_model/acceptance_model.h"
 
+#include <algorithm>
+#include <boost/math/special_functions/beta.hpp>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "policies/common/check.h"
@@ -58,55 +62,40 @@ AcceptanceModel::AcceptanceModel(const AcceptanceModelConfig& c, Rng rng) : conf
         for (std::size_t j = 0; j < mu_.size(); ++j) {
             const double m = mu_[j];
             if (m <= 0 || m >= 1) continue;
-            gamma_a_[j] = gamma_params(m * concentration_);
-            gamma_b_[j] = gamma_params((1 - m) * concentration_);
+            quantiles_[j] = beta_quantiles(m * concentration_, (1 - m) * concentration_);
         }
     }
 }
 
-// NOTE: draw_gamma is Rng::gamma with its shape-only constants precomputed: the same draws and the
-// same arithmetic in the same order, so the same doubles (Rng::beta(a, b) = x / (x + y) likewise).
-AcceptanceModel::GammaParams AcceptanceModel::gamma_params(double shape) {
-    DI_CHECK(shape > 0, "gamma shape " << shape);
-    GammaParams g;
-    g.boost = shape < 1;
-    const double s = g.boost ? shape + 1.0 : shape;
-    g.d = s - 1.0 / 3.0;
-    g.c = 1.0 / std::sqrt(9.0 * g.d);
-    g.inv_shape = 1.0 / shape;
-    return g;
-}
-
-double AcceptanceModel::draw_gamma(const GammaParams& g) {
-    double boost = 1;
-    bool boosted = false;
-    if (g.boost) {
-        const double u = 1.0 - rng_.uniform01();
-        boost = std::pow(u, g.inv_shape);
-        boosted = true;
+std::shared_ptr<const AcceptanceModel::QuantileTable> AcceptanceModel::beta_quantiles(double a, double b) {
+    // Models are built per instance and per test with a handful of shapes: the tables are cached
+    // process-wide (4,097 ibeta_inv calls each).
+    static std::mutex mutex;
+    static std::map<std::pair<double, double>, std::shared_ptr<const QuantileTable>> cache;
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto& slot = cache[{a, b}];
+    if (!slot) {
+        auto t = std::make_shared<QuantileTable>(kQuantileIntervals + 1);
+        for (std::int32_t i = 0; i <= kQuantileIntervals; ++i) {
+            const double p = static_cast<double>(i) / kQuantileIntervals;
+            (*t)[static_cast<std::size_t>(i)] = i == 0                    ? 0.0
+                                                : i == kQuantileIntervals ? 1.0
+                                                                          : boost::math::ibeta_inv(a, b, p);
+        }
+        slot = std::move(t);
     }
-    while (true) {
-        double x;
-        double v;
-        do {
-            x = rng_.normal();
-            v = 1.0 + g.c * x;
-        } while (v <= 0);
-        v = v * v * v;
-        const double u = 1.0 - rng_.uniform01();
-        if (u < 1 - 0.0331 * x * x * x * x) return boosted ? (g.d * v) * boost : g.d * v;
-        if (std::log(u) < 0.5 * x * x + g.d * (1 - v + std::log(v)))
-            return boosted ? (g.d * v) * boost : g.d * v;
-    }
+    return slot;
 }
 
 double AcceptanceModel::draw_accept_prob(std::size_t position) {
     const double mu = mu_[position];
     if (config_.correlation == 0 || mu <= 0 || mu >= 1) return mu;
     if (config_.correlation == 1) return rng_.bernoulli(mu) ? 1.0 : 0.0;
-    const double x = draw_gamma(gamma_a_[position]);
-    const double y = draw_gamma(gamma_b_[position]);
-    return x / (x + y);
+    const QuantileTable& t = *quantiles_[position];
+    const double x = rng_.uniform01() * kQuantileIntervals;
+    const auto i = std::min(static_cast<std::size_t>(x), static_cast<std::size_t>(kQuantileIntervals - 1));
+    const double frac = x - static_cast<double>(i);
+    return t[i] + (t[i + 1] - t[i]) * frac;
 }
 
 float AcceptanceModel::confidence_of(double q) const {

@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "policies/common/rng.h"
 
@@ -70,15 +72,11 @@ public:
     const AcceptanceModelConfig& config() const { return config_; }
 
 private:
-    /// Rng::gamma's constants for one shape, computed once (the shapes are fixed per position).
-    struct GammaParams {
-        bool boost = false;  // shape < 1: Gamma(shape + 1) · U^(1/shape)
-        double d = 0;
-        double c = 0;
-        double inv_shape = 0;
-    };
-    static GammaParams gamma_params(double shape);
-    double draw_gamma(const GammaParams& g);
+    /// Beta(a, b)'s quantile function tabulated at kQuantileIntervals + 1 equally spaced probabilities
+    /// (Boost.Math ibeta_inv), linearly interpolated: one uniform per draw instead of two gamma draws.
+    static constexpr std::int32_t kQuantileIntervals = 4096;
+    using QuantileTable = std::vector<double>;
+    static std::shared_ptr<const QuantileTable> beta_quantiles(double a, double b);
     double draw_accept_prob(std::size_t position);
     float confidence_of(double q) const;
 
@@ -86,9 +84,9 @@ private:
     Rng rng_;
     std::array<double, 7> mu_{};
     double concentration_ = 0;  // κ
-    /// Per position: the Beta's two gammas (used when 0 < ρ < 1 and 0 < μ_j < 1).
-    std::array<GammaParams, 7> gamma_a_{};
-    std::array<GammaParams, 7> gamma_b_{};
+    /// Per position: the quantile table of q_j's Beta (when 0 < ρ < 1 and 0 < μ_j < 1), shared
+    /// between models with the same shapes.
+    std::array<std::shared_ptr<const QuantileTable>, 7> quantiles_{};
 };
 
 }  // namespace deepinfer::sim
