@@ -37,7 +37,8 @@ engine::ExecutorCaps SimExecutor::caps() const {
                                 .reports_expert_load = setup_.report_expert_load};
 }
 
-StepShape SimExecutor::rank_shape(const StepPlan& plan, double now_s, EpStepLoad& load) {
+StepShape SimExecutor::rank_shape(const StepPlan& plan, double now_s, EpStepLoad& load,
+                                  std::size_t* busiest_out) {
     const std::size_t R = setup_.gpus.size();
     std::fill(rank_tokens_.begin(), rank_tokens_.end(), 0);
     std::fill(rank_context_.begin(), rank_context_.end(), 0.0);
@@ -73,6 +74,7 @@ StepShape SimExecutor::rank_shape(const StepPlan& plan, double now_s, EpStepLoad
         if (rank_tokens_[r] > rank_tokens_[busiest] ||
             (rank_tokens_[r] == rank_tokens_[busiest] && rank_context_[r] > rank_context_[busiest]))
             busiest = r;
+    if (busiest_out != nullptr) *busiest_out = busiest;
     StepShape shape;
     shape.num_tokens = static_cast<double>(rank_tokens_[busiest]);
     shape.num_seqs = rank_seqs_[busiest];
@@ -113,16 +115,25 @@ void SimExecutor::charge_transfers(const StepPlan& plan, Pending& p) {
 engine::StepTicket SimExecutor::launch(const StepPlan& plan) {
     const double now = sg::now_s();
     EpStepLoad load;
-    const StepShape shape = rank_shape(plan, now, load);
+    std::size_t busiest = 0;
+    const StepShape shape = rank_shape(plan, now, load, &busiest);
     Pending p;
     p.step_id = plan.step_id;
     p.record.cost = cost_.step_cost(shape);
+    const std::size_t R = setup_.gpus.size();
+    if (setup_.ep_traffic_simgrid && shape.ep_tokens > 0 && R > 1) {
+        const double floor_s = cost_.ep_comm_s(1.0);
+        p.ep_bytes = shape.ep_tokens * roofline::ep_bytes_per_token_copy() * cost_.model().num_moe_layers;
+        p.ep_src = busiest;
+        p.ep_dst = (busiest + 1 + static_cast<std::size_t>(plan.step_id) % (R - 1)) % R;
+        p.record.cost.ep_comm_s = floor_s;  // the transfer's time is added when it ends
+    }
     p.duration_s = p.record.cost.total_s();
     p.record.num_tokens = plan.num_tokens();
     p.record.num_seqs = static_cast<std::int32_t>(plan.seqs.size());
     p.record.imbalance_max_mean = load.imbalance_max_mean;
-    for (RequestId r : plan.released) draws_.erase(r.value());
-    for (RequestId r : plan.preempted) draws_.erase(r.value());
+    for (RequestId r : plan.released) draws_.erase(static_cast<std::uint64_t>(r.value()));
+    for (RequestId r : plan.preempted) draws_.erase(static_cast<std::uint64_t>(r.value()));
     p.seqs.reserve(plan.seqs.size());
     for (const SeqSchedule& s : plan.seqs) {
         p.seqs.push_back(SeqSchedule{.request = s.request,
@@ -154,6 +165,11 @@ StepOutcome SimExecutor::wait(engine::StepTicket ticket) {
     Pending& p = pending_.front();
     if (!p.started) start(p);
     p.exec->wait();
+    if (p.ep_bytes > 0) {
+        const double t0 = sg::now_s();
+        sg::transfer_async(setup_.gpus[p.ep_src], setup_.gpus[p.ep_dst], p.ep_bytes)->wait();
+        p.record.cost.ep_comm_s += sg::now_s() - t0;
+    }
     p.record.end_s = sg::now_s();
     StepOutcome out;
     out.step_id = p.step_id;
@@ -164,19 +180,20 @@ StepOutcome SimExecutor::wait(engine::StepTicket ticket) {
         SeqOutcome o{.request = s.request};
         if (s.samples && dspark_) {
             // The drafts this step verifies were drawn when the previous step proposed them.
-            if (const auto it = draws_.find(s.request.value()); it != draws_.end()) {
-                o.num_accepted_drafts = it->second.accepted(s.num_verify_tokens);
+            const auto key = static_cast<std::uint64_t>(s.request.value());
+            if (const DraftDraw* prev = draws_.find(key); prev != nullptr) {
+                o.num_accepted_drafts = prev->accepted(s.num_verify_tokens);
                 ++p.record.num_draft_seqs;
                 p.record.num_verified_drafts += s.num_verify_tokens;
                 p.record.num_accepted_drafts += o.num_accepted_drafts;
-                draws_.erase(it);
+                draws_.erase(key);
             }
             o.num_sampled = o.num_accepted_drafts + 1;
             if (s.num_drafts_to_propose > 0) {
                 const DraftDraw d = dspark_->draw();
                 const std::int32_t n = std::min(s.num_drafts_to_propose, d.num_drafts);
                 o.draft_confidences.assign(d.confidence.begin(), d.confidence.begin() + n);
-                draws_[s.request.value()] = d;
+                if (auto [held, inserted] = draws_.insert(key, d); !inserted) *held = d;
             }
         } else if (s.samples) {
             o.num_accepted_drafts = s.num_verify_tokens > 0 ? acceptance_.accepted(s, rng_) : 0;

@@ -10,10 +10,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/core/executor.h"
+#include "policies/common/flat_hash_map.h"
 #include "policies/common/rng.h"
 #include "policies/cost/cost_model.h"
 #include "sim/outcome_model/acceptance_model.h"
@@ -54,6 +54,9 @@ struct SimExecutorSetup {
     double store_write_amplification = 1.2;
     /// Produce ExpertLoadSample in outcomes (only when an ExpertBalancer listens).
     bool report_expert_load = false;
+    /// Expert-parallel traffic as a SimGrid communication (see Pending::ep_bytes); false: the
+    /// profile's ep_dispatch_combine curve alone.
+    bool ep_traffic_simgrid = false;
     /// Draft confidences and acceptances from the DSpark acceptance model (else `acceptance`, which
     /// reports no confidences).
     std::optional<AcceptanceModelConfig> dspark_acceptance;
@@ -71,13 +74,23 @@ public:
     void apply_placement(const ExpertPlacement& placement) override;
 
     /// The StepShape of the busiest DP rank for `plan`, with MoE fields from the EP load model.
-    StepShape rank_shape(const StepPlan& plan, double now_s, EpStepLoad& load);
+    /// `busiest` (optional) receives that rank's index.
+    StepShape rank_shape(const StepPlan& plan, double now_s, EpStepLoad& load,
+                         std::size_t* busiest = nullptr);
 
 private:
     struct Pending {
         std::int64_t step_id = -1;
+        /// Compute time on the Exec (with EP traffic on SimGrid: the cost model's total minus its
+        /// ep_comm_s, plus the curve's floor n_moe · ep_dispatch_combine(1 token)).
         double duration_s = 0;
         double read_bytes = 0;
+        /// Expert-parallel traffic of the step, sent after the compute from the busiest rank's GPU to
+        /// a peer of its scale-up domain (rotating with the step): the busiest rank's off-rank token
+        /// copies × ep_bytes_per_token_copy × n_moe. The step ends when it arrives. 0: none.
+        double ep_bytes = 0;
+        std::size_t ep_src = 0;
+        std::size_t ep_dst = 0;
         std::vector<SeqSchedule> seqs;  // only fields the outcome needs (no block tables)
         StepRecord record;
         sg::sg4::ExecPtr exec;
@@ -95,7 +108,7 @@ private:
     std::unique_ptr<AcceptanceModel> dspark_;
     /// Drafts proposed by a sequence's last sampling step, waiting for the step that verifies them
     /// (lookup only; never iterated).
-    std::unordered_map<std::int64_t, DraftDraw> draws_;
+    FlatHashMap64<DraftDraw> draws_;  // by request id
     sg::BackgroundTransfers writes_;
     std::function<void(const StepRecord&)> on_step_;
     std::deque<Pending> pending_;

@@ -84,10 +84,14 @@ StepCost CostModel::step_cost(const StepShape& s) const {
     if (s.moe_tokens_per_rank > 0)
         c.moe_s = model_.num_moe_layers *
                   eval2(*moe_experts_, s.moe_tokens_per_rank, s.moe_experts_per_rank) * 1e-6;
-    if (s.ep_tokens > 0)
-        c.ep_comm_s = model_.num_moe_layers * ep_dispatch_combine_->eval1_us(s.ep_tokens) * 1e-6;
+    c.ep_comm_s = ep_comm_s(s.ep_tokens);
     if (s.num_sampled > 0) c.sampling_s = sampling_->eval1_us(s.num_sampled) * 1e-6;
     return c;
+}
+
+double CostModel::ep_comm_s(double ep_tokens) const {
+    if (!(ep_tokens > 0)) return 0;
+    return model_.num_moe_layers * ep_dispatch_combine_->eval1_us(ep_tokens) * 1e-6;
 }
 
 double expected_distinct_experts(double tokens, std::int32_t top_k, std::int32_t num_experts) {

@@ -62,6 +62,8 @@ public:
 
     StepCost step_cost(const StepShape& shape) const;
     double step_time_s(const StepShape& shape) const { return step_cost(shape).total_s(); }
+    /// The ep_comm_s term alone: n_moe · ep_dispatch_combine(ep_tokens), 0 when ep_tokens ≤ 0.
+    double ep_comm_s(double ep_tokens) const;
     const ProfileSet& profile() const { return *profile_; }
     const ModelShape& model() const { return model_; }
 

@@ -152,8 +152,10 @@ double sampling_us(const HardwareSpec& hw, const Efficiency& eff, double seqs) {
            eff.sampling_floor_us;
 }
 
+double ep_bytes_per_token_copy() { return kHidden * 1 + kHidden * 2; }  // fp8 dispatch + bf16 combine
+
 double ep_dispatch_combine_us(const HardwareSpec& hw, const Efficiency& eff, double tokens) {
-    const double bytes = tokens * (kHidden * 1 + kHidden * 2);  // fp8 dispatch + bf16 combine
+    const double bytes = tokens * ep_bytes_per_token_copy();
     return bytes / (hw.nvlink_bytes_per_s * eff.nvlink) * 1e6 + eff.ep_latency_us;
 }
 

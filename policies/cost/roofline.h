@@ -43,6 +43,9 @@ double hca_read_bytes(double context);
 /// (sliding windows of 43 layers + MTP: 5.5 MiB).
 double kv_bytes_per_token();
 double kv_bytes_per_sequence_fixed();
+/// Expert-parallel traffic per token copy and MoE layer: fp8 hidden state out (4,096 B) plus the bf16
+/// expert output back (8,192 B).
+double ep_bytes_per_token_copy();
 
 // ---- Hardware and efficiency --------------------------------------------------------------------
 

@@ -95,6 +95,7 @@ void Cluster::build_engine(Node& n) {
             .host_memory = n.hosts.host_memory,
             .store_write_amplification = config_.platform.kv_store.write_amplification(),
             .report_expert_load = n.balancer != nullptr,
+            .ep_traffic_simgrid = config_.platform.scale_up.ep_traffic == EpTraffic::kSimGrid,
             .dspark_acceptance = config_.acceptance.model == "dspark"
                                      ? std::optional<AcceptanceModelConfig>(config_.acceptance.dspark)
                                      : std::nullopt},

@@ -19,10 +19,20 @@
 
 namespace deepinfer::sim {
 
+/// How a step's expert-parallel dispatch/combine traffic is timed.
+enum class EpTraffic : std::uint8_t {
+    /// A SimGrid communication over the scale-up links, sized from the busiest rank's token copies
+    /// (sim/sim_executor.h says how); the profile's ep_dispatch_combine curve gives only its floor.
+    kSimGrid = 0,
+    /// The profile's ep_dispatch_combine curve alone (no SimGrid activity: faster, no contention).
+    kProfile = 1,
+};
+
 /// Scale-up (NVLink-class) domain: every GPU has one port of `bandwidth` to a non-blocking switch.
 struct ScaleUpConfig {
     double bandwidth_bytes_per_s = 900e9;
     double latency_s = 1e-6;
+    EpTraffic ep_traffic = EpTraffic::kSimGrid;
 };
 
 /// Scale-out network: one NIC per GPU into a leaf per server/supernode, leaves into a spine.
@@ -233,5 +243,6 @@ SimConfig load_sim_config(const std::string& path, const std::vector<std::string
 std::string_view name(InstanceRole r);
 std::string_view name(ArrivalProcess p);
 std::string_view name(FaultKind k);
+std::string_view name(EpTraffic t);
 
 }  // namespace deepinfer::sim

@@ -184,10 +184,14 @@ PlatformConfig read_platform(const JsonReader& r) {
         get_i32(r, "gpus_per_prefill_server", p.gpus_per_prefill_server, NumRange::between(1, 64));
     const NumRange pos = NumRange::positive(), nonneg = NumRange::non_negative();
     read_opt(r, "scale_up", [&](const JsonReader& s) {
-        s.allow_keys({"bandwidth_GBps", "latency_us"});
+        s.allow_keys({"bandwidth_GBps", "latency_us", "ep_traffic"});
         p.scale_up.bandwidth_bytes_per_s =
             s.get_double_or("bandwidth_GBps", p.scale_up.bandwidth_bytes_per_s / 1e9, pos) * 1e9;
         p.scale_up.latency_s = s.get_double_or("latency_us", p.scale_up.latency_s * 1e6, nonneg) * 1e-6;
+        if (s.has("ep_traffic"))
+            p.scale_up.ep_traffic = s.at("ep_traffic").as_enum({"simgrid", "profile"}) == "simgrid"
+                                        ? EpTraffic::kSimGrid
+                                        : EpTraffic::kProfile;
     });
     read_opt(r, "scale_out", [&](const JsonReader& s) {
         s.allow_keys({"nic_bandwidth_GBps", "latency_us", "spine_bandwidth_GBps"});
@@ -234,7 +238,8 @@ json write_platform(const PlatformConfig& p) {
     return {{"gpus_per_prefill_server", p.gpus_per_prefill_server},
             {"scale_up",
              {{"bandwidth_GBps", p.scale_up.bandwidth_bytes_per_s / 1e9},
-              {"latency_us", p.scale_up.latency_s * 1e6}}},
+              {"latency_us", p.scale_up.latency_s * 1e6},
+              {"ep_traffic", name(p.scale_up.ep_traffic)}}},
             {"scale_out",
              {{"nic_bandwidth_GBps", p.scale_out.nic_bandwidth_bytes_per_s / 1e9},
               {"latency_us", p.scale_out.latency_s * 1e6},
@@ -296,6 +301,8 @@ std::string_view name(ArrivalProcess p) {
 std::string_view name(FaultKind k) {
     return k == FaultKind::kGpu ? "gpu" : k == FaultKind::kLink ? "link" : "store_node";
 }
+
+std::string_view name(EpTraffic t) { return t == EpTraffic::kSimGrid ? "simgrid" : "profile"; }
 
 SimConfig sim_config_from_json(const JsonReader& r) {
     r.expect_object();

@@ -102,6 +102,34 @@ TEST_CASE("simulate: the full scheduler run is deterministic, caches agent turns
     CHECK(accepted_length <= 1.0 + verified);
 }
 
+TEST_CASE("simulate: expert-parallel traffic runs over the scale-up links (or the profile's curve)",
+          "[sim][cli]") {
+    // The small scenario with a given scale-up bandwidth and EP traffic mode; returns decode TPOT p50.
+    auto tpot_p50 = [](const std::string& mode, double bandwidth_GBps) {
+        nlohmann::json c = nlohmann::json::parse(deepinfer::testing::read_file(kSmall));
+        c["profile"] = (kSource / "profiles/h200-roofline").string();
+        c["workload"]["duration_s"] = 8;
+        c["platform"]["scale_up"] = {{"bandwidth_GBps", bandwidth_GBps}, {"ep_traffic", mode}};
+        const std::string tag = mode + "_" + std::to_string(static_cast<int>(bandwidth_GBps));
+        const fs::path config = fs::temp_directory_path() / ("deepinfer_sim_ep_" + tag + ".json");
+        std::ofstream(config) << c.dump();
+        const fs::path dir = fs::temp_directory_path() / ("deepinfer_sim_ep_" + tag);
+        std::string out;
+        REQUIRE(run_cli("--config " + config.string() + " --out " + dir.string(), out) == 0);
+        const auto s = nlohmann::json::parse(deepinfer::testing::read_file(dir / "summary.json"));
+        return s["tpot_s"]["p50"].get<double>();
+    };
+    const double simgrid_fast = tpot_p50("simgrid", 900);
+    const double simgrid_slow = tpot_p50("simgrid", 0.2);
+    const double profile_fast = tpot_p50("profile", 900);
+    const double profile_slow = tpot_p50("profile", 0.2);
+    // At the datasheet bandwidth the SimGrid transfer and the roofline curve agree to within a
+    // quarter of a step; a 0.2 GB/s scale-up domain slows decode only when the traffic is simulated.
+    CHECK(simgrid_fast / profile_fast == Approx(1.0).margin(0.25));
+    CHECK(simgrid_slow > 2 * simgrid_fast);
+    CHECK(profile_slow == profile_fast);
+}
+
 TEST_CASE("simulate: a finished run accounts for every request and names its profile", "[sim][cli]") {
     const fs::path dir = fs::temp_directory_path() / "deepinfer_sim_accounting";
     std::string out;
