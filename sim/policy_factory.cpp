@@ -13,13 +13,16 @@ std::unique_ptr<StepScheduler> make_scheduler(const InstanceGroupConfig& group) 
 }
 
 std::unique_ptr<ExpertBalancer> make_balancer(const InstanceGroupConfig& group,
-                                              const ExpertPlacement& initial) {
+                                              const ExpertPlacement& initial, const EplbCopyCost& copy) {
     if (group.eplb != "window") return nullptr;
     BalancerConfig c;
     c.window_steps = group.eplb_window_steps;
     c.period_steps = group.eplb_period_steps;
     c.placement.num_gpus = group.ep_size;
     c.placement.redundant_per_gpu = group.redundant_experts_per_gpu;
+    c.expert_bytes = copy.expert_bytes;
+    c.copy_bytes_per_s = copy.copy_bytes_per_s;
+    c.s_per_token = copy.s_per_token;
     return std::make_unique<WindowBalancer>(c, initial);
 }
 

@@ -12,8 +12,16 @@ namespace deepinfer::sim {
 
 /// The scheduler named by `group.scheduler` ("simple").
 std::unique_ptr<StepScheduler> make_scheduler(const InstanceGroupConfig& group);
+/// What the balancer's cost rule weighs (BalancerConfig): bytes of one expert replica, the copy
+/// bandwidth into one GPU, and the MoE seconds one more token costs the busiest GPU in one layer.
+struct EplbCopyCost {
+    std::int64_t expert_bytes = 0;
+    double copy_bytes_per_s = 0;
+    double s_per_token = 0;
+};
+
 /// The expert balancer named by `group.eplb`, starting from `initial`; nullptr for "none".
 std::unique_ptr<ExpertBalancer> make_balancer(const InstanceGroupConfig& group,
-                                              const ExpertPlacement& initial);
+                                              const ExpertPlacement& initial, const EplbCopyCost& copy);
 
 }  // namespace deepinfer::sim

@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <queue>
+#include <utility>
 
 #include "policies/common/check.h"
 #include "policies/cost/roofline.h"
+#include "policies/eplb/moves.h"
 
 namespace deepinfer::sim {
 
@@ -114,6 +117,7 @@ void SimExecutor::charge_transfers(const StepPlan& plan, Pending& p) {
 
 engine::StepTicket SimExecutor::launch(const StepPlan& plan) {
     const double now = sg::now_s();
+    poll_moves();  // a re-placement whose copies have landed takes effect from this step on
     EpStepLoad load;
     std::size_t busiest = 0;
     const StepShape shape = rank_shape(plan, now, load, &busiest);
@@ -224,6 +228,53 @@ StepOutcome SimExecutor::wait(engine::StepTicket ticket) {
     return out;
 }
 
-void SimExecutor::apply_placement(const ExpertPlacement& placement) { ep_.set_placement(placement); }
+void SimExecutor::apply_placement(const ExpertPlacement& placement) {
+    if (setup_.expert_bytes <= 0) {
+        ep_.set_placement(placement);
+        ++move_stats_.applied;
+        return;
+    }
+    if (moving_)
+        queued_ = placement;
+    else
+        start_moves(placement);
+}
+
+void SimExecutor::start_moves(ExpertPlacement target) {
+    const MovePlan plan = plan_moves(ep_.placement(), target, setup_.expert_bytes);
+    // One transfer per (source, destination) GPU pair, in pair order.
+    std::map<std::pair<std::int32_t, std::int32_t>, double> pair_bytes;
+    for (const ExpertMove& m : plan.moves)
+        if (m.src_gpu != m.dst_gpu)
+            pair_bytes[{m.src_gpu.value(), m.dst_gpu.value()}] += static_cast<double>(m.bytes);
+    const std::size_t R = setup_.gpus.size();
+    move_comms_.clear();
+    moves_landed_ = 0;
+    move_requested_s_ = sg::now_s();
+    for (const auto& [pair, bytes] : pair_bytes) {
+        move_comms_.push_back(sg::transfer_async(setup_.gpus[static_cast<std::size_t>(pair.first) % R],
+                                                 setup_.gpus[static_cast<std::size_t>(pair.second) % R],
+                                                 bytes));
+        move_stats_.bytes += bytes;
+    }
+    moving_ = std::move(target);
+    poll_moves();
+}
+
+void SimExecutor::poll_moves() {
+    if (!moving_) return;
+    while (moves_landed_ < move_comms_.size() && move_comms_[moves_landed_]->test()) ++moves_landed_;
+    if (moves_landed_ < move_comms_.size()) return;
+    ep_.set_placement(std::move(*moving_));
+    moving_.reset();
+    move_comms_.clear();
+    ++move_stats_.applied;
+    move_stats_.copy_s += sg::now_s() - move_requested_s_;
+    if (queued_) {
+        ExpertPlacement next = std::move(*queued_);
+        queued_.reset();
+        start_moves(std::move(next));
+    }
+}
 
 }  // namespace deepinfer::sim

@@ -23,6 +23,15 @@
 
 namespace deepinfer::sim {
 
+/// Expert re-placements an executor carried out (copies as SimGrid transfers).
+struct ExpertMoveStats {
+    std::int64_t applied = 0;
+    /// Bytes copied between GPUs (a replica already on its GPU costs nothing).
+    double bytes = 0;
+    /// Sum over applied re-placements of request-to-effect time, seconds.
+    double copy_s = 0;
+};
+
 /// What the executor reports about every finished step (reports, timeline).
 struct StepRecord {
     double start_s = 0;
@@ -57,6 +66,10 @@ struct SimExecutorSetup {
     /// Expert-parallel traffic as a SimGrid communication (see Pending::ep_bytes); false: the
     /// profile's ep_dispatch_combine curve alone.
     bool ep_traffic_simgrid = false;
+    /// Weight bytes of one expert replica in one layer: a re-placement's copies (policies/eplb/moves.h)
+    /// run as SimGrid transfers between the instance's GPUs and the new placement takes effect when
+    /// the last one lands. 0: placements take effect at once.
+    std::int64_t expert_bytes = 0;
     /// Draft confidences and acceptances from the DSpark acceptance model (else `acceptance`, which
     /// reports no confidences).
     std::optional<AcceptanceModelConfig> dspark_acceptance;
@@ -75,6 +88,8 @@ public:
 
     /// The StepShape of the busiest DP rank for `plan`, with MoE fields from the EP load model.
     /// `busiest` (optional) receives that rank's index.
+    const ExpertMoveStats& move_stats() const { return move_stats_; }
+
     StepShape rank_shape(const StepPlan& plan, double now_s, EpStepLoad& load,
                          std::size_t* busiest = nullptr);
 
@@ -98,6 +113,11 @@ private:
         bool started = false;
     };
     void start(Pending& p);
+    /// Starts the copies from the placement in effect to `target` (applies it at once when none
+    /// crosses GPUs).
+    void start_moves(ExpertPlacement target);
+    /// Applies the placement being copied once its last transfer has landed; starts the queued one.
+    void poll_moves();
     void charge_transfers(const StepPlan& plan, Pending& p);
 
     SimExecutorSetup setup_;
@@ -115,6 +135,14 @@ private:
     std::vector<std::int64_t> rank_tokens_;
     std::vector<double> rank_context_;
     std::vector<std::int32_t> rank_seqs_, rank_sampled_;
+    /// Re-placement in flight: its target, its transfers (landed ones before `moves_landed_`), when
+    /// it was requested; the newest placement requested meanwhile (intermediate ones are dropped).
+    std::optional<ExpertPlacement> moving_;
+    std::vector<sg::sg4::CommPtr> move_comms_;
+    std::size_t moves_landed_ = 0;
+    double move_requested_s_ = 0;
+    std::optional<ExpertPlacement> queued_;
+    ExpertMoveStats move_stats_;
     static constexpr std::int32_t kExpertLoadEvery = 64;
     double load_tokens_ = 0;
     std::int32_t load_steps_ = 0;

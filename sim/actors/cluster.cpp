@@ -68,6 +68,27 @@ std::unique_ptr<Cluster::Node> Cluster::make_node(InstanceRole role, std::int32_
     return n;
 }
 
+EplbCopyCost Cluster::eplb_copy_cost(const InstanceGroupConfig& g) const {
+    // NOTE: the marginal MoE time per token copy on one GPU, from the profile's moe_experts curve
+    // between half and all of a rank's token budget (top-k copies each) with its slots active.
+    const double budget = g.scheduler == "full"
+                              ? g.full_config.max_num_batched_tokens
+                              : static_cast<double>(g.scheduler_config.max_num_batched_tokens) / g.ep_size;
+    const double pairs = std::max(2.0, budget * config_.model.top_k);
+    const double slots =
+        static_cast<double>(config_.model.num_experts) / g.ep_size + g.redundant_experts_per_gpu;
+    auto moe_s = [&](double p) {
+        return cost_
+                   .step_cost(
+                       StepShape{.num_tokens = 1, .moe_tokens_per_rank = p, .moe_experts_per_rank = slots})
+                   .moe_s /
+               config_.model.num_moe_layers;
+    };
+    return EplbCopyCost{.expert_bytes = static_cast<std::int64_t>(roofline::v4_routed_expert_bytes_hub()),
+                        .copy_bytes_per_s = config_.platform.scale_up.bandwidth_bytes_per_s,
+                        .s_per_token = std::max(0.0, (moe_s(pairs) - moe_s(pairs / 2)) / (pairs / 2))};
+}
+
 void Cluster::build_engine(Node& n) {
     const InstanceRole role = n.role;
     const InstanceGroupConfig& g = role == InstanceRole::kPrefill ? config_.prefill : config_.decode;
@@ -81,7 +102,7 @@ void Cluster::build_engine(Node& n) {
     } else {
         n.scheduler = make_scheduler(g);
     }
-    n.balancer = make_balancer(g, initial);
+    n.balancer = make_balancer(g, initial, eplb_copy_cost(g));
     Node* raw = &n;
     const std::int32_t epoch = n.epoch;
     // A restarted engine draws its own outcome stream (the first keeps the original one).
@@ -96,6 +117,7 @@ void Cluster::build_engine(Node& n) {
             .store_write_amplification = config_.platform.kv_store.write_amplification(),
             .report_expert_load = n.balancer != nullptr,
             .ep_traffic_simgrid = config_.platform.scale_up.ep_traffic == EpTraffic::kSimGrid,
+            .expert_bytes = static_cast<std::int64_t>(roofline::v4_routed_expert_bytes_hub()),
             .dspark_acceptance = config_.acceptance.model == "dspark"
                                      ? std::optional<AcceptanceModelConfig>(config_.acceptance.dspark)
                                      : std::nullopt},
@@ -662,11 +684,19 @@ void Cluster::transfer_loop(Node& node) {
 }
 
 void Cluster::finish() {
+    auto add_moves = [this](const ExpertMoveStats& s) {
+        metrics_.expert_moves.applied += s.applied;
+        metrics_.expert_moves.bytes += s.bytes;
+        metrics_.expert_moves.copy_s += s.copy_s;
+    };
     for (auto* group : {&prefill_, &decode_})
         for (auto& n : *group) {
             metrics_.num_placements += n->instance->stats().num_placements;
-            for (const Node::Retired& r : n->retired)
+            add_moves(n->executor->move_stats());
+            for (const Node::Retired& r : n->retired) {
                 metrics_.num_placements += r.instance->stats().num_placements;
+                add_moves(r.executor->move_stats());
+            }
             if (n->down) metrics_.faults.instance_down_s += sg::now_s() - n->down_since_s;
         }
     for (std::size_t i = 0; i < fault_state_.size() && i < metrics_.requests.size(); ++i) {

@@ -18,6 +18,7 @@
 #include "sim/outcome_model/outcome_models.h"
 #include "sim/outcome_model/routing_model.h"
 #include "sim/platform/platform.h"
+#include "sim/policy_factory.h"
 #include "sim/report/metrics.h"
 #include "sim/scheduler/dp_group_scheduler.h"
 #include "sim/sg_compat.h"
@@ -120,6 +121,7 @@ private:
     std::unique_ptr<Node> make_node(InstanceRole role, std::int32_t index, const DomainHosts& hosts);
     /// Builds the node's engine (EP load model, scheduler, balancer, executor, Instance) for its epoch.
     void build_engine(Node& n);
+    EplbCopyCost eplb_copy_cost(const InstanceGroupConfig& g) const;
     void frontend_loop();
     void instance_loop(Node& node);
     void transfer_loop(Node& node);

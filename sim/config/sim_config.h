@@ -103,7 +103,10 @@ struct InstanceGroupConfig {
     /// decoding the Scheduler does not re-plan a sequence whose sampling step is in flight, so a plan
     /// made during a step holds only newly admitted sequences (an extra small step).
     bool async_scheduling = true;
-    /// "none" (static placement) or "window" (the policies/eplb WindowBalancer).
+    /// "none" (static placement) or "window" (the policies/eplb WindowBalancer). A re-placement's
+    /// expert copies run as SimGrid transfers between the instance's GPUs and it takes effect when they
+    /// have landed; the balancer skips one whose copy time (bytes into one GPU / scale-up bandwidth)
+    /// exceeds its gain (max-GPU MoE time saved over a period, priced from the profile).
     std::string eplb = "none";
     /// WindowBalancer: steps of load history per decision and steps between re-placements.
     std::int32_t eplb_window_steps = 1000;

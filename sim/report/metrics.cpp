@@ -148,6 +148,12 @@ json make_summary(const SimConfig& c, const RunMetrics& m) {
     }
     s["ep_imbalance_max_mean"] = {{"prefill", imbalance(m.prefill)}, {"decode", imbalance(m.decode)}};
     s["eplb_replacements"] = m.num_placements;
+    s["eplb_moves"] = {
+        {"applied", m.expert_moves.applied},
+        {"copied_GB", m.expert_moves.bytes / 1e9},
+        {"mean_copy_s", m.expert_moves.applied > 0
+                            ? m.expert_moves.copy_s / static_cast<double>(m.expert_moves.applied)
+                            : 0.0}};
     s["kv_handoff"] = {{"count", m.num_handoffs},
                        {"mean_bytes", m.num_handoffs ? m.handoff_bytes / m.num_handoffs : 0.0},
                        {"mean_time_s", m.num_handoffs ? m.handoff_time_s / m.num_handoffs : 0.0}};

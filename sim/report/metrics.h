@@ -62,6 +62,8 @@ struct RunMetrics {
     std::int64_t num_handoffs = 0;
     /// Expert re-placements applied (EPLB), all instances.
     std::int64_t num_placements = 0;
+    /// Re-placements in effect and their weight copies (SimGrid transfers between an instance's GPUs).
+    ExpertMoveStats expert_moves;
     double handoff_bytes = 0;
     double handoff_time_s = 0;
     /// The full Scheduler ran (prefix cache, speculative decoding reported).

@@ -130,6 +130,37 @@ TEST_CASE("simulate: expert-parallel traffic runs over the scale-up links (or th
     CHECK(profile_slow == profile_fast);
 }
 
+TEST_CASE("simulate: EPLB re-placements copy expert weights over the scale-up links first", "[sim][cli]") {
+    // Decode EPLB every 200 steps; the balancer's cost rule weighs the copy (bytes into one GPU over the
+    // scale-up bandwidth) against the balance gained.
+    auto run = [](double bandwidth_GBps) {
+        nlohmann::json c = nlohmann::json::parse(deepinfer::testing::read_file(kSmall));
+        c["profile"] = (kSource / "profiles/h200-roofline").string();
+        c["workload"]["duration_s"] = 8;
+        c["workload"]["traffic"][0]["rate_per_s"] = 40;
+        c["decode"]["eplb"] = "window";
+        c["decode"]["eplb_window_steps"] = 50;
+        c["decode"]["eplb_period_steps"] = 200;
+        c["platform"]["scale_up"] = {{"bandwidth_GBps", bandwidth_GBps}};
+        const std::string tag = std::to_string(static_cast<int>(bandwidth_GBps));
+        const fs::path config = fs::temp_directory_path() / ("deepinfer_sim_moves_" + tag + ".json");
+        std::ofstream(config) << c.dump();
+        const fs::path dir = fs::temp_directory_path() / ("deepinfer_sim_moves_" + tag);
+        std::string out;
+        REQUIRE(run_cli("--config " + config.string() + " --out " + dir.string(), out) == 0);
+        return nlohmann::json::parse(deepinfer::testing::read_file(dir / "summary.json"));
+    };
+    const auto fast = run(100000);
+    CHECK(fast["eplb_replacements"].get<int>() >= 1);
+    CHECK(fast["eplb_moves"]["applied"] == fast["eplb_replacements"]);
+    CHECK(fast["eplb_moves"]["copied_GB"].get<double>() > 1.0);
+    CHECK(fast["eplb_moves"]["mean_copy_s"].get<double>() > 0.0);
+    // Over a 1 GB/s domain the copy would take longer than any gain: the balancer keeps its placement.
+    const auto slow = run(1);
+    CHECK(slow["eplb_replacements"].get<int>() == 0);
+    CHECK(slow["eplb_moves"]["copied_GB"].get<double>() == 0.0);
+}
+
 TEST_CASE("simulate: a finished run accounts for every request and names its profile", "[sim][cli]") {
     const fs::path dir = fs::temp_directory_path() / "deepinfer_sim_accounting";
     std::string out;
