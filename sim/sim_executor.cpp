@@ -10,6 +10,7 @@
 #include "policies/common/check.h"
 #include "policies/cost/roofline.h"
 #include "policies/eplb/moves.h"
+#include "sim/platform/platform.h"
 
 namespace deepinfer::sim {
 
@@ -94,7 +95,10 @@ void SimExecutor::charge_transfers(const StepPlan& plan, Pending& p) {
     const std::size_t R = setup_.gpus.size();
     for (const KvTransfer& t : plan.kv_transfers) {
         const double bytes = t.num_bytes > 0 ? t.num_bytes : t.num_tokens * roofline::kv_bytes_per_token();
-        sg::sg4::Host* gpu = setup_.gpus[static_cast<std::size_t>(t.request.value()) % R];
+        auto rank = static_cast<std::int32_t>(static_cast<std::size_t>(t.request.value()) % R);
+        if (t.from == KvTier::kStore || t.to == KvTier::kStore)
+            if (setup_.nic_down != nullptr) rank = nic_gpu(*setup_.nic_down, rank);
+        sg::sg4::Host* gpu = setup_.gpus[static_cast<std::size_t>(rank)];
         auto tier_host = [&](KvTier tier) -> sg::sg4::Host* {
             if (tier == KvTier::kStore && !setup_.store_nodes.empty())
                 return setup_

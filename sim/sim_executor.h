@@ -61,6 +61,9 @@ struct SimExecutorSetup {
     std::vector<sg::sg4::Host*> store_nodes;
     std::vector<sg::sg4::Host*> host_memory;
     double store_write_amplification = 1.2;
+    /// Scale-out NICs of `gpus` that are down (fault injection; may be null): store traffic of such
+    /// a GPU goes through the next peer's NIC (nic_gpu in sim/platform/platform.h).
+    const std::vector<bool>* nic_down = nullptr;
     /// Produce ExpertLoadSample in outcomes (only when an ExpertBalancer listens).
     bool report_expert_load = false;
     /// Expert-parallel traffic as a SimGrid communication (see Pending::ep_bytes); false: the

@@ -115,6 +115,7 @@ void Cluster::build_engine(Node& n) {
             .store_nodes = platform_.store_nodes,
             .host_memory = n.hosts.host_memory,
             .store_write_amplification = config_.platform.kv_store.write_amplification(),
+            .nic_down = &n.nic_down,
             .report_expert_load = n.balancer != nullptr,
             .ep_traffic_simgrid = config_.platform.scale_up.ep_traffic == EpTraffic::kSimGrid,
             .expert_bytes = static_cast<std::int64_t>(roofline::v4_routed_expert_bytes_hub()),
@@ -282,7 +283,9 @@ void Cluster::write_back_to_store(Node& node, const RequestRecord& rec) {
         static_cast<double>(fresh) * kv_bytes_per_block_ * config_.platform.kv_store.write_amplification();
     metrics_.decode_store_blocks_written += fresh;
     metrics_.decode_store_write_bytes += bytes;
-    sg::sg4::Host* src = node.hosts.gpus[static_cast<std::size_t>(rec.decode_rank) % node.hosts.gpus.size()];
+    const auto rank =
+        static_cast<std::int32_t>(static_cast<std::size_t>(rec.decode_rank) % node.hosts.gpus.size());
+    sg::sg4::Host* src = node.hosts.gpus[static_cast<std::size_t>(nic_gpu(node.nic_down, rank))];
     sg::sg4::Host* dst =
         platform_
             .store_nodes[static_cast<std::size_t>(rec.request.session_id) % platform_.store_nodes.size()];

@@ -7,10 +7,13 @@
 //    output already delivered (re-prefilled) and decode the rest. With no other instance of the role
 //    up, they wait for the repair.
 //  * link: the GPU's scale-out NIC. A KV handoff crossing it is cut and resent; while it is down,
-//    handoffs from or to that GPU cross NVLink to a peer GPU and use the peer's NIC.
+//    handoffs, store reads and store write-backs of that GPU cross NVLink to a peer GPU and use the
+//    peer's NIC (a store read already in flight when the NIC fails completes: not cut).
 //  * store_node: blocks are erasure-coded over the store nodes (data + parity fragments). With at most
 //    `parity` nodes down nothing is lost (reads reconstruct); beyond that the stored blocks are lost:
-//    the store index forgets them and later prefix hits on them become misses (recompute).
+//    the store index forgets them and later prefix hits on them become misses (recompute). Every stripe
+//    spans data + parity nodes; with more nodes than that, which stripes a node failure touches is not
+//    modelled: losing more than `parity` nodes loses the whole store.
 // NOTE: SimGrid's own host/link turn_off is not used: it fails every activity on the resource,
 // including the SimExecutor's step Execs and tier reads, which have no recovery path (and turning a
 // host off kills its actors). The failures are therefore modelled at the cluster level.
@@ -23,19 +26,6 @@
 #include "sim/actors/cluster.h"
 
 namespace deepinfer::sim {
-namespace {
-
-/// The GPU whose NIC carries a transfer for `gpu`: itself, else the next peer whose NIC is up.
-std::int32_t nic_gpu(const std::vector<bool>& nic_down, std::int32_t gpu) {
-    const auto n = static_cast<std::int32_t>(nic_down.size());
-    for (std::int32_t k = 0; k < n; ++k) {
-        const std::int32_t g = (gpu + k) % n;
-        if (!nic_down[static_cast<std::size_t>(g)]) return g;
-    }
-    throw std::runtime_error("not implemented: every scale-out NIC of an instance down at once");
-}
-
-}  // namespace
 
 Cluster::RequestFaultState& Cluster::fault_state(RequestId id) {
     const auto i = static_cast<std::size_t>(id.value());

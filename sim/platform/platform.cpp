@@ -16,6 +16,8 @@
 // GPUs' NICs; the spine is one shared link of the configured bisection bandwidth.
 #include "sim/platform/platform.h"
 
+#include <stdexcept>
+
 #include "policies/common/check.h"
 
 namespace deepinfer::sim {
@@ -80,6 +82,15 @@ BuiltZone build_domain(const std::string& name, std::int32_t num_gpus, const Pla
 }
 
 }  // namespace
+
+std::int32_t nic_gpu(const std::vector<bool>& nic_down, std::int32_t gpu) {
+    const auto n = static_cast<std::int32_t>(nic_down.size());
+    for (std::int32_t k = 0; k < n; ++k) {
+        const std::int32_t g = (gpu + k) % n;
+        if (!nic_down[static_cast<std::size_t>(g)]) return g;
+    }
+    throw std::runtime_error("not implemented: every scale-out NIC of an instance down at once");
+}
 
 Platform build_platform(const SimConfig& config) {
     const PlatformConfig& pc = config.platform;

@@ -29,6 +29,11 @@ struct Platform {
     std::int64_t num_links = 0;
 };
 
+/// The GPU of a scale-up domain whose scale-out NIC carries traffic for `gpu`: itself, else the next
+/// peer (in rank order, wrapping) whose NIC is up; the data crosses the scale-up links to that peer.
+/// Throws "not implemented" when every NIC of the domain is down.
+std::int32_t nic_gpu(const std::vector<bool>& nic_down, std::int32_t gpu);
+
 /// Builds the platform inside the current SimGrid engine. Call once, before creating actors.
 Platform build_platform(const SimConfig& config);
 
