@@ -320,9 +320,9 @@ void apply_override(nlohmann::json& doc, std::string_view assignment, const std:
                                   "an index below " + std::to_string(node->size()), key);
             node = &(*node)[idx];
         } else if (node->is_object()) {
-            if (!last && !node->contains(key))
-                throw ConfigError(source_label, pointer + "/" + escape_pointer_token(key),
-                                  "an existing object for " + path, "nothing (missing key)");
+            // A missing key on the way is created as an object: the strict reader that reads the
+            // document afterwards rejects a misspelt one, naming it.
+            if (!last && !node->contains(key)) (*node)[key] = nlohmann::json::object();
             node = &(*node)[key];
         } else {
             throw ConfigError(source_label, pointer, "an object or array to descend into for " + path,

@@ -119,8 +119,8 @@ private:
 
 /// Applies a `--set a.b.c=VALUE` override to `doc`. VALUE is parsed as JSON when it parses
 /// (numbers, true/false, null, arrays, objects, quoted strings), else taken as a plain string.
-/// Array elements are addressed by index (`layers.0.x`). Intermediate objects must exist; the last
-/// key may be new (strict readers then reject it if it is unknown). Throws ConfigError naming
+/// Array elements are addressed by index (`layers.0.x`). Missing intermediate objects are created
+/// and the last key may be new (strict readers then reject unknown keys). Throws ConfigError naming
 /// `source_label` (e.g. "--set") and the path when the path does not resolve.
 void apply_override(nlohmann::json& doc, std::string_view assignment, const std::string& source_label);
 

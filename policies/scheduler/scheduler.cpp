@@ -25,6 +25,7 @@ std::int32_t Scheduler::blocks_for(std::int64_t tokens) const {
 
 StepPlan Scheduler::schedule(double now_s) {
     StepPlan plan;
+    if (draft_step_in_flight()) return plan;  // see "Async scheduling" in scheduler.h
     plan.kv_transfers = std::move(pending_transfers_);
     pending_transfers_.clear();
     plan.preempted = std::move(preempted_);
@@ -313,7 +314,9 @@ SeqSchedule& Scheduler::emit(Seq& seq, std::int32_t next, std::int32_t n, std::i
     seq.num_inflight_tokens += n;
     seq.num_inflight_samples += samples ? 1 : 0;
     seq.num_inflight_steps += 1;
-    seq.num_inflight_draft_steps += (samples && (k > 0 || propose > 0)) ? 1 : 0;
+    const bool drafts = samples && (k > 0 || propose > 0);
+    seq.num_inflight_draft_steps += drafts ? 1 : 0;
+    num_draft_seq_steps_in_flight_ += drafts ? 1 : 0;
     if (samples) seq.num_drafts_ready = 0;  // verified now, or stale after this step
     return s;
 }

@@ -61,9 +61,11 @@ SchedulerConfig scheduler_config_from_json(const JsonReader& r);
 /// them is not planned again until that step commits, because how many drafts are accepted (so the
 /// position of the next token) and which drafts come next are unknown. Placeholder steps themselves
 /// never verify or propose drafts (the proposal count only shrinks as outputs grow). Prompt chunks
-/// still pipeline and other sequences fill the step; when every running sequence speculates, the
-/// plan made while a step is in flight comes out empty and the Instance loop degrades to
-/// synchronous (no plan/execute overlap).
+/// While any step that verifies or proposes drafts is in flight the Scheduler plans nothing (the
+/// Instance loop runs synchronously): a step made of the other work alone (prompt chunks, newly
+/// admitted sequences) would run between two steps of the speculating sequences and delay each of
+/// them by a whole step, which costs about the same weight reads at any decode batch; that work joins
+/// the next full plan instead. Without speculation every step pipelines.
 ///
 /// P/D disaggregation: a request with num_handed_over_tokens starts at that position on its first
 /// admission (the KV arrived with the handoff; blocks are allocated for it, nothing is replayed).
@@ -86,6 +88,9 @@ public:
 
     std::size_t num_waiting() const { return waiting_.size(); }
     std::size_t num_running() const { return static_cast<std::size_t>(num_running_); }
+    /// A launched step that verifies or proposes drafts has not been committed yet (schedule() then
+    /// plans nothing; a DP group holds all its ranks back).
+    bool draft_step_in_flight() const { return num_draft_seq_steps_in_flight_ > 0; }
     const SchedulerConfig& config() const { return config_; }
     const KvBlockPool& pool() const { return pool_; }
     const PrefixCache& prefix_cache() const { return cache_; }
@@ -169,6 +174,8 @@ private:
     std::vector<std::uint32_t> running_;
     std::int32_t num_running_ = 0;
     std::int64_t num_live_seqs_ = 0;
+    /// Sum over sequences of num_inflight_draft_steps.
+    std::int64_t num_draft_seq_steps_in_flight_ = 0;
     std::vector<RequestId> released_;
     /// Preemptions decided in a plan that came out empty; reported with the next non-empty plan.
     std::vector<RequestId> preempted_;

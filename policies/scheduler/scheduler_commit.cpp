@@ -74,6 +74,7 @@ CommitResult Scheduler::commit(const StepPlan& plan, const StepOutcome& outcome,
         seq.num_inflight_steps -= 1;
         const bool drafts = s.samples && (s.num_verify_tokens > 0 || s.num_drafts_to_propose > 0);
         seq.num_inflight_draft_steps -= drafts ? 1 : 0;
+        num_draft_seq_steps_in_flight_ -= drafts ? 1 : 0;
         if (seq.state == State::kFinished) {
             // A placeholder step planned before the request finished: its work is discarded.
             if (seq.num_inflight_steps == 0) release(slot);

@@ -100,8 +100,8 @@ struct InstanceGroupConfig {
     /// filled from the group's EP layout (top_k pairs per token, (1 − 1/EP) of them leave the rank).
     DsparkAdapterConfig verify;
     /// engine/core InstanceConfig::async_scheduling: plan step N+1 while step N runs. With speculative
-    /// decoding the Scheduler does not re-plan a sequence whose sampling step is in flight, so a plan
-    /// made during a step holds only newly admitted sequences (an extra small step).
+    /// decoding the Scheduler does not re-plan a sequence whose sampling step is in flight, nor admit
+    /// new ones while it is (policies/scheduler/scheduler.h says why).
     bool async_scheduling = true;
     /// "none" (static placement) or "window" (the policies/eplb WindowBalancer). A re-placement's
     /// expert copies run as SimGrid transfers between the instance's GPUs and it takes effect when they

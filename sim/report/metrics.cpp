@@ -230,6 +230,7 @@ json make_timeline(const RunMetrics& m) {
                             {"seqs", e.step.num_seqs},
                             {"imbalance", e.step.imbalance_max_mean},
                             {"moe_ms", e.step.cost.moe_s * 1e3},
+                            {"ep_comm_ms", e.step.cost.ep_comm_s * 1e3},
                             {"attention_ms", e.step.cost.attention_s * 1e3}}}});
     return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }

@@ -29,6 +29,10 @@ void DpGroupScheduler::add_request(Request request, std::int32_t rank) {
 
 StepPlan DpGroupScheduler::schedule(double now_s) {
     StepPlan merged;
+    // The ranks step together: a step planned while one rank's speculating sequences wait on the
+    // step in flight would delay them by a whole step (policies/scheduler/scheduler.h).
+    for (const auto& rank : ranks_)
+        if (rank->draft_step_in_flight()) return merged;
     Launched launched;
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
         // An idle rank has nothing to plan (its release notices wait for its next plan).

@@ -77,8 +77,11 @@ TEST_CASE("apply_override: sets nested values, parses JSON, rejects bad paths", 
     CHECK(doc["a"]["list"][0]["x"] == nlohmann::json::array({1, 2}));
     CHECK(doc["s"] == "hello world");
     CHECK(doc["a"]["new"] == true);
-    CHECK(error_of([&] { deepinfer::apply_override(doc, "nope.x=1", "--set"); }) ==
-          "--set: /nope: expected an existing object for nope.x, got nothing (missing key)");
+    // Missing objects on the way are created (the strict reader validates their keys later).
+    deepinfer::apply_override(doc, "fresh.inner.x=1", "--set");
+    CHECK(doc["fresh"]["inner"]["x"] == 1);
+    CHECK(error_of([&] { deepinfer::apply_override(doc, "s.x=1", "--set"); }) ==
+          "--set: /s: expected an object or array to descend into for s.x, got \"hello world\"");
     CHECK(error_of([&] { deepinfer::apply_override(doc, "a.list.3=1", "--set"); }) ==
           "--set: /a/list/3: expected an index below 1, got 3");
     CHECK(error_of([&] { deepinfer::apply_override(doc, "novalue", "--set"); }) ==

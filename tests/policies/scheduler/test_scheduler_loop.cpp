@@ -304,3 +304,32 @@ TEST_CASE("Scheduler loop: placeholders stop at max_new_tokens and follow only s
     // the fake rejects it, and step 2 (the last token) waits for step 1's accepted count.
     CHECK(run(3, 3) == Log{"launch 0", "wait 0", "launch 1", "wait 1", "launch 2", "wait 2"});
 }
+
+TEST_CASE(
+    "Scheduler loop: while a step with drafts is in flight nothing is planned; arrivals join the next step",
+    "[policies][scheduler]") {
+    SchedulerConfig cfg;
+    cfg.num_speculative_tokens = 3;
+    cfg.kv = tiny_kv(40, 16, 10);
+    Scheduler sched(cfg);
+    engine::ManualClock clock;
+    FakeExecutor exec(&clock);
+    const auto reqs = make_requests(2, 10, 20);
+    sched.add_request(reqs[0]);
+    const StepPlan first = sched.schedule(0.0);
+    REQUIRE(first.seqs.size() == 1);
+    REQUIRE(first.seqs[0].num_drafts_to_propose > 0);  // the prompt step proposes drafts
+    const engine::StepTicket ticket = exec.launch(first);
+    CHECK(sched.draft_step_in_flight());
+    // An arrival while that step runs is not planned into a step of its own (it would delay the
+    // speculating sequence by a whole step).
+    sched.add_request(reqs[1]);
+    CHECK(sched.schedule(0.0).empty());
+    sched.commit(first, exec.wait(ticket), 0.0);
+    CHECK_FALSE(sched.draft_step_in_flight());
+    const StepPlan next = sched.schedule(0.0);
+    REQUIRE(next.seqs.size() == 2);
+    CHECK(next.seqs[0].request == reqs[0].id);
+    CHECK(next.seqs[1].request == reqs[1].id);
+    sched.check_invariants();
+}
