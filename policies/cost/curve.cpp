@@ -27,31 +27,37 @@ Curve::Curve(std::vector<CurveAxis> axes, std::vector<double> time_us)
         if (!std::isfinite(t) || t < 0) throw std::invalid_argument("times must be finite and >= 0");
     strides_.assign(axes_.size(), 1);
     for (std::size_t d = axes_.size() - 1; d > 0; --d) strides_[d - 1] = strides_[d] * axes_[d].values.size();
+    lookup_.resize(axes_.size());
+    for (std::size_t d = 0; d < axes_.size(); ++d) {
+        const std::vector<double>& v = axes_[d].values;
+        AxisLookup& l = lookup_[d];
+        l.inv_span.assign(v.size() - 1, 0.0);
+        for (std::size_t i = 0; i + 1 < v.size(); ++i) {
+            // Exact when the span is a power of two (mantissa 0.5) with a normal reciprocal.
+            const double span = v[i + 1] - v[i];
+            int e = 0;
+            if (std::isnormal(span) && std::frexp(span, &e) == 0.5 && std::isnormal(1.0 / span))
+                l.inv_span[i] = 1.0 / span;
+        }
+        if (v.size() > 1 && v.front() > 0 && std::isnormal(v.front())) {
+            auto binade = [](double x) { return std::bit_cast<std::uint64_t>(x) >> 52; };
+            l.first_binade = binade(v.front());
+            for (std::uint64_t e = l.first_binade; e <= binade(v.back()); ++e) {
+                const double low = std::bit_cast<double>(e << 52);  // 2^(e - 1023)
+                l.binade_first_above.push_back(static_cast<std::uint32_t>(upper_index(v, low)));
+            }
+        }
+    }
+}
+
+std::size_t Curve::upper_index(const std::vector<double>& v, double x) {
+    return static_cast<std::size_t>(std::upper_bound(v.begin(), v.end(), x) - v.begin());
 }
 
 int Curve::axis_index(const std::string& name) const {
     for (std::size_t i = 0; i < axes_.size(); ++i)
         if (axes_[i].name == name) return static_cast<int>(i);
     return -1;
-}
-
-Curve::Bracket Curve::bracket(std::size_t axis, double x) const {
-    const auto& v = axes_[axis].values;
-    Bracket b;
-    if (v.size() == 1 || x <= v.front()) {
-        b.lo = b.hi = 0;
-        b.w = 0;
-    } else if (x >= v.back()) {
-        b.hi = v.size() - 1;
-        b.lo = b.hi - 1;
-        b.w = (x - v[b.lo]) / (v[b.hi] - v[b.lo]);
-    } else {
-        b.hi = static_cast<std::size_t>(std::upper_bound(v.begin(), v.end(), x) - v.begin());
-        b.lo = b.hi - 1;
-        b.w = (x - v[b.lo]) / (v[b.hi] - v[b.lo]);
-    }
-    b.nearest = x <= v.front() ? 0 : (x >= v.back() ? v.size() - 1 : (b.w < 0.5 ? b.lo : b.hi));
-    return b;
 }
 
 double Curve::eval_us(std::span<const double> point) const {
@@ -85,33 +91,6 @@ double Curve::eval_us(std::span<const double> point) const {
     bool extrapolated = false;
     for (std::size_t k = 0; k < d; ++k) extrapolated = extrapolated || w[k] > 1;
     if (extrapolated) sum = std::max(sum, time_us_[boundary_index]);
-    return std::max(sum, 0.0);
-}
-
-// NOTE: eval1_us and eval2_us unroll eval_us's corner loop with the same operations in the same
-// order (1 · x == x exactly), so they return the same doubles; the cost model calls them in the
-// DSpark policy's inner loop.
-double Curve::eval1_us(double x) const {
-    DI_CHECK(axes_.size() == 1, "curve has " << axes_.size() << " axes, point 1");
-    const Bracket b = bracket(0, x);
-    double sum = 0;
-    if (const double weight = 1 - b.w; weight != 0) sum += weight * time_us_[b.lo];
-    if (b.w != 0) sum += b.w * time_us_[b.hi];
-    if (b.w > 1) sum = std::max(sum, time_us_[b.nearest]);
-    return std::max(sum, 0.0);
-}
-
-double Curve::eval2_us(const Bracket& a, const Bracket& b) const {
-    DI_CHECK(axes_.size() == 2, "curve has " << axes_.size() << " axes, point 2");
-    const std::size_t s0 = strides_[0];
-    double sum = 0;
-    const double a0 = 1 - a.w;
-    const double b0 = 1 - b.w;
-    if (const double weight = a0 * b0; weight != 0) sum += weight * time_us_[a.lo * s0 + b.lo];
-    if (const double weight = a.w * b0; weight != 0) sum += weight * time_us_[a.hi * s0 + b.lo];
-    if (const double weight = a0 * b.w; weight != 0) sum += weight * time_us_[a.lo * s0 + b.hi];
-    if (const double weight = a.w * b.w; weight != 0) sum += weight * time_us_[a.hi * s0 + b.hi];
-    if (a.w > 1 || b.w > 1) sum = std::max(sum, time_us_[a.nearest * s0 + b.nearest]);
     return std::max(sum, 0.0);
 }
 

@@ -1,5 +1,6 @@
-// KvTierIndex implementation: per-class LRU lists (expiry is monotone inside a class) beside a flat
-// hash index; only the lists are ever walked, so order never depends on the index.
+// KvTierIndex implementation: per-class LRU lists (expiry is monotone inside a class), threaded
+// through a slab of nodes, beside a flat hash index of slots; only the lists are ever walked, so
+// order never depends on the index.
 #include "policies/kv/kv_tier.h"
 
 #include "policies/common/check.h"
@@ -13,61 +14,87 @@ KvTierIndex::KvTierIndex(std::int64_t capacity_blocks, std::array<double, kNumTr
 }
 
 bool KvTierIndex::contains(std::uint64_t h, double now_s) const {
-    const Entry* e = entries_.find(h);
-    return e != nullptr && e->expiry_s > now_s;
+    const Slot* s = entries_.find(h);
+    return s != nullptr && nodes_[*s].expiry_s > now_s;
 }
 
 void KvTierIndex::touch(std::uint64_t h, double now_s) {
-    Entry* const found = entries_.find(h);
-    if (found == nullptr) return;
-    Entry& e = *found;
-    auto& list = lru_[static_cast<std::size_t>(e.cls)];
-    list.splice(list.end(), list, e.pos);
-    e.expiry_s = now_s + ttl_s_[static_cast<std::size_t>(e.cls)];
+    if (const Slot* const found = entries_.find(h); found != nullptr) refresh(*found, now_s);
+}
+
+void KvTierIndex::refresh(Slot s, double now_s) {
+    Node& n = nodes_[s];
+    if (lru_[static_cast<std::size_t>(n.cls)].tail != s) {
+        unlink(s);
+        push_back(s);
+    }
+    n.expiry_s = now_s + ttl_s_[static_cast<std::size_t>(n.cls)];
 }
 
 bool KvTierIndex::insert(std::uint64_t h, TrafficClass c, double now_s) {
     if (!enabled()) return false;
     expire(now_s);
-    const Entry* const found = entries_.find(h);
+    const Slot* const found = entries_.find(h);
     const bool held = found != nullptr;
     if (held) {
         // A block shared by both classes keeps the longer-lived class (no bytes move).
-        if (ttl_s_[static_cast<std::size_t>(c)] <= ttl_s_[static_cast<std::size_t>(found->cls)]) {
-            touch(h, now_s);
+        const Slot s = *found;
+        if (ttl_s_[static_cast<std::size_t>(c)] <= ttl_s_[static_cast<std::size_t>(nodes_[s].cls)]) {
+            refresh(s, now_s);
             return false;
         }
-        erase(h);
+        release(s);
     }
     if (size() >= capacity_blocks_) evict_one();
-    auto& list = lru_[static_cast<std::size_t>(c)];
-    list.push_back(h);
-    entries_.insert(h, Entry{.cls = c,
-                             .expiry_s = now_s + ttl_s_[static_cast<std::size_t>(c)],
-                             .pos = std::prev(list.end())});
+    Slot s = free_;
+    if (s != kNil) {
+        free_ = nodes_[s].next;
+    } else {
+        DI_CHECK(nodes_.size() < kNil, "tier index over " << nodes_.size() << " nodes");
+        s = static_cast<Slot>(nodes_.size());
+        nodes_.emplace_back();
+    }
+    Node& n = nodes_[s];
+    n.hash = h;
+    n.cls = c;
+    n.expiry_s = now_s + ttl_s_[static_cast<std::size_t>(c)];
+    push_back(s);
+    entries_.insert(h, s);
     return !held;
 }
 
 void KvTierIndex::expire(double now_s) {
-    for (auto& list : lru_) {
-        while (!list.empty() && at(list.front()).expiry_s <= now_s) {
-            entries_.erase(list.front());
-            list.pop_front();
+    for (const List& list : lru_) {
+        while (list.head != kNil && nodes_[list.head].expiry_s <= now_s) {
+            release(list.head);
             ++num_expired_;
         }
     }
 }
 
-const KvTierIndex::Entry& KvTierIndex::at(std::uint64_t h) const {
-    const Entry* e = entries_.find(h);
-    DI_CHECK(e != nullptr, "tier index lost hash " << h);
-    return *e;
+void KvTierIndex::unlink(Slot s) {
+    Node& n = nodes_[s];
+    List& list = lru_[static_cast<std::size_t>(n.cls)];
+    (n.prev == kNil ? list.head : nodes_[n.prev].next) = n.next;
+    (n.next == kNil ? list.tail : nodes_[n.next].prev) = n.prev;
 }
 
-void KvTierIndex::erase(std::uint64_t h) {
-    const Entry& e = at(h);
-    lru_[static_cast<std::size_t>(e.cls)].erase(e.pos);
-    entries_.erase(h);
+void KvTierIndex::push_back(Slot s) {
+    Node& n = nodes_[s];
+    List& list = lru_[static_cast<std::size_t>(n.cls)];
+    n.prev = list.tail;
+    n.next = kNil;
+    (list.tail == kNil ? list.head : nodes_[list.tail].next) = s;
+    list.tail = s;
+}
+
+void KvTierIndex::release(Slot s) {
+    unlink(s);
+    Node& n = nodes_[s];
+    const bool indexed = entries_.erase(n.hash);
+    DI_CHECK(indexed, "tier index lost hash " << n.hash);
+    n.next = free_;
+    free_ = s;
 }
 
 void KvTierIndex::evict_one() {
@@ -76,18 +103,16 @@ void KvTierIndex::evict_one() {
     int victim = -1;
     double best = 0.0;
     for (int c = 0; c < kNumTrafficClasses; ++c) {
-        const auto& list = lru_[static_cast<std::size_t>(c)];
-        if (list.empty()) continue;
-        const double e = at(list.front()).expiry_s;
+        const Slot head = lru_[static_cast<std::size_t>(c)].head;
+        if (head == kNil) continue;
+        const double e = nodes_[head].expiry_s;
         if (victim < 0 || e < best) {
             victim = c;
             best = e;
         }
     }
     DI_CHECK(victim >= 0, "evict_one on an empty tier");
-    auto& list = lru_[static_cast<std::size_t>(victim)];
-    entries_.erase(list.front());
-    list.pop_front();
+    release(lru_[static_cast<std::size_t>(victim)].head);
     ++num_evicted_;
 }
 

@@ -5,7 +5,7 @@
 
 #include <array>
 #include <cstdint>
-#include <list>
+#include <vector>
 
 #include "policies/common/flat_hash_map.h"
 #include "policies/request.h"
@@ -47,21 +47,41 @@ public:
     std::int64_t num_evicted() const { return num_evicted_; }
 
 private:
-    struct Entry {
-        TrafficClass cls = TrafficClass::kChat;
+    /// Index of a node in `nodes_`; kNil ends a list.
+    using Slot = std::uint32_t;
+    static constexpr Slot kNil = ~Slot{0};
+    /// One held block: a node of its class' LRU list (or of the free list, through `next`).
+    struct Node {
+        std::uint64_t hash = 0;
         double expiry_s = 0.0;
-        std::list<std::uint64_t>::iterator pos;
+        Slot prev = kNil;
+        Slot next = kNil;
+        TrafficClass cls = TrafficClass::kChat;
     };
-    /// The entry held under `h` (InternalError when absent: lists and index disagree).
-    const Entry& at(std::uint64_t h) const;
-    void erase(std::uint64_t h);
+    /// A doubly linked list of nodes, threaded through `nodes_`.
+    struct List {
+        Slot head = kNil;
+        Slot tail = kNil;
+    };
+    /// Moves node `s` to the back of its class list and restarts its TTL at `now_s` (a read).
+    void refresh(Slot s, double now_s);
+    void unlink(Slot s);
+    void push_back(Slot s);
+    /// Unlinks node `s`, drops its hash from the index (InternalError when absent: lists and index
+    /// disagree) and puts the slot on the free list.
+    void release(Slot s);
     void evict_one();
 
     std::int64_t capacity_blocks_;
     std::array<double, kNumTrafficClasses> ttl_s_;
-    /// Per class, hashes from least to most recently written/read (so expiry is non-decreasing).
-    std::array<std::list<std::uint64_t>, kNumTrafficClasses> lru_;
-    FlatHashMap64<Entry> entries_;
+    /// Slab of list nodes; freed slots are reused (free list through `Node::next`), so a warm index
+    /// inserts, refreshes and evicts without allocating.
+    std::vector<Node> nodes_;
+    Slot free_ = kNil;
+    /// Per class, nodes from least to most recently written/read (so expiry is non-decreasing).
+    std::array<List, kNumTrafficClasses> lru_;
+    /// Hash -> slot of its node.
+    FlatHashMap64<Slot> entries_;
     std::int64_t num_expired_ = 0;
     std::int64_t num_evicted_ = 0;
 };

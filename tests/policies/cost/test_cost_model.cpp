@@ -1,8 +1,11 @@
 // Curve interpolation/extrapolation, profile files, and the CostModel composition on synthetic curves.
+#include <algorithm>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "policies/common/rng.h"
 #include "policies/cost/cost_model.h"
@@ -148,5 +151,55 @@ TEST_CASE("Curve: the one- and two-axis fast paths return eval_us's doubles exac
         CHECK(c1.eval1_us(x) == c1.eval_us(std::span<const double>(p1, 1)));
         const double p2[2] = {x, y};
         CHECK(c2.eval2_us(c2.bracket(0, x), c2.bracket(1, y)) == c2.eval_us(std::span<const double>(p2, 2)));
+    }
+}
+
+TEST_CASE("Curve: bracket matches a binary search with divisions bit for bit", "[policies][cost]") {
+    // Power-of-two grids (exact reciprocals, at most one value per binade), power-of-two spans only,
+    // several values in one binade, grids through zero and with neither property.
+    const std::vector<std::vector<double>> grids = {
+        {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536},
+        {0.25, 0.5, 1, 2, 4},
+        {1, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288,
+         1048576},
+        {3, 5, 6, 7.5, 100, 1e6},
+        {0, 1, 3, 7, 15},
+        {-6, -2, 2, 10},
+        {1, 10, 100, 1000},
+        {3, 5},
+        {4}};
+    auto reference = [](const std::vector<double>& v, double x) {
+        Curve::Bracket b;
+        if (v.size() == 1 || x <= v.front()) return b;
+        b.hi = x >= v.back() ? v.size() - 1
+                             : static_cast<std::size_t>(std::upper_bound(v.begin(), v.end(), x) - v.begin());
+        b.lo = b.hi - 1;
+        b.w = (x - v[b.lo]) / (v[b.hi] - v[b.lo]);
+        b.nearest = x >= v.back() ? v.size() - 1 : (b.w < 0.5 ? b.lo : b.hi);
+        return b;
+    };
+    Rng rng(17);
+    for (const auto& v : grids) {
+        const Curve c({CurveAxis{"x", v}}, std::vector<double>(v.size(), 1.0));
+        std::vector<double> xs = {-1e300, -1.0, 0.0, 1e-300, 1e300, std::numeric_limits<double>::infinity()};
+        for (double g : v) {
+            xs.push_back(g);
+            xs.push_back(std::nextafter(g, -1e308));
+            xs.push_back(std::nextafter(g, 1e308));
+        }
+        for (int i = 0; i < 20000; ++i) {
+            const double lo = v.front() - 2;
+            const double hi = v.back() * 1.5 + 2;
+            xs.push_back(i % 2 == 0 ? rng.uniform(lo, hi) : std::exp2(rng.uniform(-3, std::log2(hi))));
+        }
+        for (double x : xs) {
+            const Curve::Bracket got = c.bracket(0, x);
+            const Curve::Bracket want = reference(v, x);
+            INFO("x = " << x);
+            REQUIRE(got.lo == want.lo);
+            REQUIRE(got.hi == want.hi);
+            REQUIRE(std::bit_cast<std::uint64_t>(got.w) == std::bit_cast<std::uint64_t>(want.w));
+            REQUIRE(got.nearest == want.nearest);
+        }
     }
 }

@@ -105,6 +105,156 @@ TEST_CASE("KvTierIndex: over capacity the entry closest to expiry goes first", "
     CHECK(store.num_evicted() == 1);
 }
 
+TEST_CASE("KvTierIndex: LRU order per class, reads move an entry to the back, freed slots are reused",
+          "[policies][kv]") {
+    KvTierIndex store(3, {7 * kDay, 3 * kDay});
+    store.insert(1, TrafficClass::kChat, 0.0);
+    store.insert(2, TrafficClass::kChat, 1.0);
+    store.insert(3, TrafficClass::kChat, 2.0);
+    store.touch(1, 3.0);  // order now 2, 3, 1
+    store.touch(9, 3.0);  // absent: no-op
+    CHECK(store.size() == 3);
+    store.insert(4, TrafficClass::kChat, 4.0);  // evicts 2
+    CHECK_FALSE(store.contains(2, 4.0));
+    store.insert(5, TrafficClass::kChat, 5.0);  // evicts 3
+    CHECK_FALSE(store.contains(3, 5.0));
+    store.touch(4, 6.0);                        // order now 1, 5, 4
+    store.insert(6, TrafficClass::kChat, 7.0);  // evicts 1
+    CHECK_FALSE(store.contains(1, 7.0));
+    for (std::uint64_t h : {4, 5, 6}) CHECK(store.contains(h, 7.0));
+    CHECK(store.num_evicted() == 3);
+    CHECK(store.num_expired() == 0);
+    // Everything expires; the slots are reused by later inserts.
+    store.expire(7 * kDay + 7.0);
+    CHECK(store.size() == 0);
+    CHECK(store.num_expired() == 3);
+    for (std::uint64_t h = 10; h < 13; ++h) CHECK(store.insert(h, TrafficClass::kAgent, 8 * kDay));
+    store.insert(13, TrafficClass::kAgent, 8 * kDay + 1);  // evicts 10
+    CHECK_FALSE(store.contains(10, 8 * kDay + 1));
+    for (std::uint64_t h : {11, 12, 13}) CHECK(store.contains(h, 8 * kDay + 1));
+    CHECK(store.size() == 3);
+}
+
+TEST_CASE("KvTierIndex: an upgraded block moves to the back of the longer-lived class", "[policies][kv]") {
+    KvTierIndex store(3, {7 * kDay, 3 * kDay});
+    store.insert(1, TrafficClass::kAgent, 0.0);              // expires day 3
+    store.insert(2, TrafficClass::kChat, 1.0);               // expires day 7 + 1 s
+    store.insert(3, TrafficClass::kAgent, 2.0);              // expires day 3 + 2 s
+    CHECK_FALSE(store.insert(1, TrafficClass::kChat, 3.0));  // now chat, expires day 7 + 3 s
+    CHECK(store.contains(1, 5 * kDay));
+    CHECK(store.num_evicted() == 0);
+    // Heads: chat 2 (day 7 + 1 s), agent 3 (day 3 + 2 s): agent 3 goes first, then chat 2, then 1.
+    store.insert(4, TrafficClass::kChat, 4.0);
+    CHECK_FALSE(store.contains(3, 4.0));
+    store.insert(5, TrafficClass::kChat, 5.0);
+    CHECK_FALSE(store.contains(2, 5.0));
+    store.insert(6, TrafficClass::kChat, 6.0);
+    CHECK_FALSE(store.contains(1, 6.0));
+    CHECK(store.num_evicted() == 3);
+}
+
+TEST_CASE("KvTierIndex: random operations agree with a plain list model", "[policies][kv]") {
+    // The model: per class a vector of (hash, expiry) from least to most recently used.
+    struct Model {
+        std::int64_t capacity = 0;
+        std::array<double, kNumTrafficClasses> ttl{};
+        std::array<std::vector<std::pair<std::uint64_t, double>>, kNumTrafficClasses> lists;
+        std::int64_t expired = 0;
+        std::int64_t evicted = 0;
+
+        std::pair<int, std::size_t> find(std::uint64_t h) const {
+            for (int c = 0; c < kNumTrafficClasses; ++c) {
+                const auto& l = lists[static_cast<std::size_t>(c)];
+                for (std::size_t i = 0; i < l.size(); ++i)
+                    if (l[i].first == h) return {c, i};
+            }
+            return {-1, 0};
+        }
+        std::int64_t size() const {
+            std::int64_t n = 0;
+            for (const auto& l : lists) n += std::ssize(l);
+            return n;
+        }
+        bool contains(std::uint64_t h, double now) const {
+            const auto [c, i] = find(h);
+            return c >= 0 && lists[static_cast<std::size_t>(c)][i].second > now;
+        }
+        void touch(std::uint64_t h, double now) {
+            const auto [c, i] = find(h);
+            if (c < 0) return;
+            auto& l = lists[static_cast<std::size_t>(c)];
+            l.erase(l.begin() + static_cast<std::ptrdiff_t>(i));
+            l.emplace_back(h, now + ttl[static_cast<std::size_t>(c)]);
+        }
+        void expire(double now) {
+            for (auto& l : lists)
+                while (!l.empty() && l.front().second <= now) {
+                    l.erase(l.begin());
+                    ++expired;
+                }
+        }
+        bool insert(std::uint64_t h, TrafficClass cls, double now) {
+            if (capacity == 0) return false;
+            expire(now);
+            const auto [c, i] = find(h);
+            const auto k = static_cast<std::size_t>(cls);
+            if (c >= 0) {
+                if (ttl[k] <= ttl[static_cast<std::size_t>(c)]) {
+                    touch(h, now);
+                    return false;
+                }
+                auto& l = lists[static_cast<std::size_t>(c)];
+                l.erase(l.begin() + static_cast<std::ptrdiff_t>(i));
+            }
+            if (size() >= capacity) {
+                int victim = -1;
+                for (int v = 0; v < kNumTrafficClasses; ++v) {
+                    const auto& l = lists[static_cast<std::size_t>(v)];
+                    if (!l.empty() &&
+                        (victim < 0 ||
+                         l.front().second < lists[static_cast<std::size_t>(victim)].front().second))
+                        victim = v;
+                }
+                auto& l = lists[static_cast<std::size_t>(victim)];
+                l.erase(l.begin());
+                ++evicted;
+            }
+            lists[k].emplace_back(h, now + ttl[k]);
+            return c < 0;
+        }
+    };
+    for (const std::int64_t capacity : {0, 1, 5, 24}) {
+        const std::array<double, kNumTrafficClasses> ttl = {50.0, 20.0};
+        KvTierIndex store(capacity, ttl);
+        Model model;
+        model.capacity = capacity;
+        model.ttl = ttl;
+        Rng rng(static_cast<std::uint64_t>(capacity) + 11);
+        double now = 0;
+        for (int step = 0; step < 4000; ++step) {
+            now += rng.uniform_int(0, 3) == 0 ? rng.uniform(0, 10) : 0.0;
+            const auto h = static_cast<std::uint64_t>(rng.uniform_int(0, 40));
+            const auto cls = rng.uniform_int(0, 1) == 0 ? TrafficClass::kChat : TrafficClass::kAgent;
+            switch (rng.uniform_int(0, 9)) {
+                case 0:
+                    store.touch(h, now);
+                    model.touch(h, now);
+                    break;
+                case 1:
+                    store.expire(now);
+                    model.expire(now);
+                    break;
+                default:
+                    REQUIRE(store.insert(h, cls, now) == model.insert(h, cls, now));
+            }
+            REQUIRE(store.size() == model.size());
+            REQUIRE(store.num_expired() == model.expired);
+            REQUIRE(store.num_evicted() == model.evicted);
+            for (std::uint64_t k = 0; k <= 40; ++k) REQUIRE(store.contains(k, now) == model.contains(k, now));
+        }
+    }
+}
+
 TEST_CASE("PrefixCache: a store hit needs SWA bounded replay and a store read; an HBM hit needs neither",
           "[policies][kv]") {
     KvBlockPool pool(tiny_kv(4, 128));
