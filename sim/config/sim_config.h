@@ -175,7 +175,7 @@ struct TrafficConfig {
 struct WorkloadConfig {
     /// Arrivals are generated during [0, duration_s); the run then drains in-flight work.
     double duration_s = 900.0;
-    /// Metrics count requests arriving and steps ending after warmup_s.
+    /// Metrics count requests arriving and steps ending after warmup_s (default: min(60, duration_s / 4)).
     double warmup_s = 60.0;
     /// Upper bound on the drain after duration_s (requests still unfinished are reported).
     double drain_limit_s = 600.0;
@@ -186,7 +186,7 @@ struct WorkloadConfig {
 
 enum class FaultKind : std::uint8_t { kGpu = 0, kLink = 1, kStoreNode = 2 };
 
-/// One injected failure (sim/actors/fault_injector.h says what each kind does to the cluster).
+/// One injected failure (sim/actors/cluster_faults.cpp says what each kind does to the cluster).
 /// gpu: GPU `gpu` of instance `instance` in group `role`; the whole instance (one EP group) goes down.
 /// link: the scale-out NIC link of that GPU. store_node: KV store node `node`.
 struct FaultConfig {

@@ -3,6 +3,7 @@
 
 #include "policies/common/units.h"
 #include "sim/config/sim_config.h"
+#include "sim/outcome_model/acceptance_model.h"
 
 namespace deepinfer::sim {
 namespace {
@@ -220,10 +221,11 @@ PlatformConfig read_platform(const JsonReader& r) {
             e.allow_keys({"data", "parity"});
             k.ec_data = get_i32(e, "data", k.ec_data, NumRange::between(1, 64));
             k.ec_parity = get_i32(e, "parity", k.ec_parity, NumRange::between(0, 64));
-            if (k.ec_data + k.ec_parity > k.num_nodes)
-                e.fail("data + parity <= nodes (" + std::to_string(k.num_nodes) + ")",
-                       std::to_string(k.ec_data + k.ec_parity));
         });
+        if (k.ec_data + k.ec_parity > k.num_nodes)
+            (s.has("erasure_coding") ? s.at("erasure_coding") : s.at("nodes"))
+                .fail("erasure-coding data + parity <= nodes (" + std::to_string(k.num_nodes) + ")",
+                      std::to_string(k.ec_data + k.ec_parity) + " fragments");
         read_opt(s, "ttl_s", [&](const JsonReader& t) {
             t.allow_keys({"chat", "agent"});
             k.ttl_s[0] = t.get_double_or("chat", k.ttl_s[0], pos);
@@ -329,7 +331,9 @@ SimConfig sim_config_from_json(const JsonReader& r) {
     read_opt(r, "platform", [&](const JsonReader& p) { c.platform = read_platform(p); });
     read_opt(r, "prefill", [&](const JsonReader& g) { c.prefill = read_group(g, c.prefill, c.model); });
     read_opt(r, "decode", [&](const JsonReader& g) { c.decode = read_group(g, c.decode, c.model); });
+    // Groups left out get their defaults checked against the model too (EP dividing the experts).
     if (!r.has("prefill")) c.prefill = read_group(JsonReader::parse_text("{}", c.file), c.prefill, c.model);
+    if (!r.has("decode")) c.decode = read_group(JsonReader::parse_text("{}", c.file), c.decode, c.model);
     read_opt(r, "routing_model", [&](const JsonReader& m) {
         m.allow_keys({"zipf_exponent", "drift_interval_s", "drift_sigma", "drift_reversion"});
         c.routing.zipf_exponent =
@@ -349,13 +353,22 @@ SimConfig sim_config_from_json(const JsonReader& r) {
         ac.fixed_rate = a.get_double_or("fixed_rate", ac.fixed_rate, NumRange::unit());
         auto& d = ac.dspark;
         d.max_draft_tokens = get_i32(a, "max_draft_tokens", d.max_draft_tokens, NumRange::between(1, 7));
-        d.mean_accepted_length =
-            a.get_double_or("mean_accepted_length", d.mean_accepted_length, NumRange::between(1, 8));
-        d.position_decay = a.get_double_or("position_decay", d.position_decay, NumRange::unit());
+        d.mean_accepted_length = a.get_double_or("mean_accepted_length", d.mean_accepted_length,
+                                                 {.min = 1.0, .max = 8.0, .min_exclusive = true});
+        d.position_decay = a.get_double_or("position_decay", d.position_decay,
+                                           {.min = 0.0, .max = 1.0, .min_exclusive = true});
         d.correlation = a.get_double_or("correlation", d.correlation, NumRange::unit());
         d.confidence_temperature =
             a.get_double_or("confidence_temperature", d.confidence_temperature, NumRange::positive());
         d.confidence_bias = a.get_double_or("confidence_bias", d.confidence_bias, NumRange::between(-20, 20));
+        const double max_len =
+            AcceptanceModel::max_mean_accepted_length(d.position_decay, d.max_draft_tokens);
+        if (d.mean_accepted_length > max_len) {
+            const std::string expected = "a number in (1, " + std::to_string(max_len) +
+                                         "] for this position_decay and max_draft_tokens";
+            if (a.has("mean_accepted_length")) a.at("mean_accepted_length").fail(expected);
+            a.fail(expected + " (mean_accepted_length " + std::to_string(d.mean_accepted_length) + ")");
+        }
     });
     read_opt(r, "router", [&](const JsonReader& rt) { c.router = router_config_from_json(rt); });
     c.router.disaggregated = true;
@@ -393,15 +406,21 @@ nlohmann::json sim_config_to_json(const SimConfig& c) {
     json traffic = json::array();
     for (const auto& t : c.workload.traffic) traffic.push_back(write_traffic(t));
     json faults = json::array();
-    for (const auto& f : c.faults)
-        faults.push_back({{"kind", std::string(name(f.kind))},
-                          {"at_s", f.at_s},
-                          {"role", std::string(name(f.role))},
-                          {"instance", f.instance},
-                          {"gpu", f.gpu},
-                          {"node", f.node},
-                          {"repair_s", f.repair_s},
-                          {"recovers", f.recovers}});
+    for (const auto& f : c.faults) {
+        // Only the fields the kind takes, so that the document reads back as a config.
+        json one = {{"kind", std::string(name(f.kind))},
+                    {"at_s", f.at_s},
+                    {"repair_s", f.repair_s},
+                    {"recovers", f.recovers}};
+        if (f.kind == FaultKind::kStoreNode) {
+            one["node"] = f.node;
+        } else {
+            one["role"] = std::string(name(f.role));
+            one["instance"] = f.instance;
+            one["gpu"] = f.gpu;
+        }
+        faults.push_back(std::move(one));
+    }
     json workload = {{"duration_s", c.workload.duration_s},
                      {"warmup_s", c.workload.warmup_s},
                      {"drain_limit_s", c.workload.drain_limit_s},
@@ -454,11 +473,12 @@ SimConfig load_sim_config(const std::string& path, const std::vector<std::string
     for (const auto& o : overrides) apply_override(doc, o, "--set");
     SimConfig c = sim_config_from_json(JsonReader::from_json(std::move(doc), path));
     namespace fs = std::filesystem;
-    if (fs::path(c.profile).is_relative())
-        c.profile = (fs::path(path).parent_path() / c.profile).lexically_normal().string();
+    // Resolved to absolute paths: effective_config.json, written elsewhere, must read back as the same
+    // config.
+    const fs::path base = fs::absolute(fs::path(path)).parent_path();
+    if (fs::path(c.profile).is_relative()) c.profile = (base / c.profile).lexically_normal().string();
     if (!c.workload.trace_file.empty() && fs::path(c.workload.trace_file).is_relative())
-        c.workload.trace_file =
-            (fs::path(path).parent_path() / c.workload.trace_file).lexically_normal().string();
+        c.workload.trace_file = (base / c.workload.trace_file).lexically_normal().string();
     return c;
 }
 

@@ -123,6 +123,10 @@ DraftDraw AcceptanceModel::draw() {
     return d;
 }
 
+double AcceptanceModel::max_mean_accepted_length(double position_decay, std::int32_t max_draft_tokens) {
+    return length_for(1.0, position_decay, max_draft_tokens);
+}
+
 double AcceptanceModel::expected_accepted_length(std::int32_t k) const {
     DI_CHECK(k >= 0 && k <= config_.max_draft_tokens, "k=" << k);
     return length_for(mu_[0], config_.position_decay, k);

@@ -30,7 +30,8 @@ struct AcceptanceModelConfig {
     /// Drafts per sequence and step (1..7).
     std::int32_t max_draft_tokens = 5;
     /// Mean tokens a sequence gains per step (accepted drafts + the bonus token) when all
-    /// max_draft_tokens drafts are verified. In (1, 1 + Σ_j position_decay^(j−1)].
+    /// max_draft_tokens drafts are verified. In (1, 1 + Σ_{j≤K} Π_{i≤j} position_decay^(i−1)]
+    /// (max_mean_accepted_length: every μ_1 = 1).
     double mean_accepted_length = 3.20;
     /// Ratio of the mean acceptance of draft j+1 to draft j, in (0, 1].
     double position_decay = 0.95;
@@ -66,6 +67,8 @@ public:
 
     /// μ_j for j = 1..max_draft_tokens (index j − 1).
     const std::array<double, 7>& position_means() const { return mu_; }
+    /// The largest reachable mean_accepted_length for this decay and draft count (μ_1 = 1).
+    static double max_mean_accepted_length(double position_decay, std::int32_t max_draft_tokens);
     /// 1 + Σ_{j≤k} Π_{i≤j} μ_i: the expected tokens per sequence-step when the first k drafts are
     /// always verified (k ≤ max_draft_tokens).
     double expected_accepted_length(std::int32_t k) const;

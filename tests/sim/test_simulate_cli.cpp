@@ -180,6 +180,21 @@ TEST_CASE("simulate: a finished run accounts for every request and names its pro
     CHECK(out.find("TTFT") != std::string::npos);
 }
 
+TEST_CASE("simulate: effective_config.json reads back as the same config", "[sim][cli]") {
+    // Faults of every kind and a relative profile path: the written document must load from the
+    // output folder and give the same results.
+    const fs::path faults = kSource / "tests/golden/sim/faults_config.json";
+    const fs::path a = fs::temp_directory_path() / "deepinfer_sim_effective_a";
+    const fs::path b = fs::temp_directory_path() / "deepinfer_sim_effective_b";
+    std::string out;
+    REQUIRE(run_cli("--config " + faults.string() + " --set workload.duration_s=6 --out " + a.string(),
+                    out) == 0);
+    REQUIRE(run_cli("--config " + (a / "effective_config.json").string() + " --out " + b.string(), out) == 0);
+    CHECK(deterministic_summary(a) == deterministic_summary(b));
+    CHECK(deepinfer::testing::read_file(a / "effective_config.json") ==
+          deepinfer::testing::read_file(b / "effective_config.json"));
+}
+
 TEST_CASE("simulate: bad configs fail with one line naming file and field", "[sim][cli]") {
     const fs::path dir = fs::temp_directory_path() / "deepinfer_sim_bad";
     std::string out;
@@ -194,6 +209,18 @@ TEST_CASE("simulate: bad configs fail with one line naming file and field", "[si
                           " --set decode.ep_size=48 --set decode.gpus_per_instance=48 --out " + dir.string(),
                       out) == 1);
         CHECK(out.find("/decode/ep_size") != std::string::npos);
+    }
+    SECTION("erasure coding wider than the store") {
+        CHECK(
+            run_cli("--config " + kSmall.string() + " --set platform.kv_store.nodes=4 --out " + dir.string(),
+                    out) == 1);
+        CHECK(out.find("/platform/kv_store/nodes") != std::string::npos);
+    }
+    SECTION("an accepted length the draft positions cannot reach") {
+        CHECK(run_cli("--config " + kSmall.string() + " --set acceptance.mean_accepted_length=6 --out " +
+                          dir.string(),
+                      out) == 1);
+        CHECK(out.find("small_config.json: /acceptance/mean_accepted_length") != std::string::npos);
     }
     SECTION("missing profile") {
         CHECK(run_cli("--config " + kSmall.string() + " --set profile=no-such-profile --out " + dir.string(),
