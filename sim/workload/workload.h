@@ -94,7 +94,7 @@ private:
     std::vector<Session> sessions_;  // indexed by session_id - 1
 };
 
-/// Reads a JSONL trace (sim/workload/TRACE_FORMAT.md). Errors are TraceError "<file>: /line N/<field>: ...".
+/// Reads a JSONL trace (sim/workload/TRACE_FORMAT.md). Errors are TraceError "<file>:N: /<field>: ...".
 std::vector<SimRequest> read_trace_jsonl(const std::string& path);
 
 }  // namespace deepinfer::sim
