@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "policies/common/units.h"
+#include "policies/dspark/verify_policy.h"
 #include "sim/config/sim_config.h"
 #include "sim/outcome_model/acceptance_model.h"
 
@@ -104,17 +105,25 @@ InstanceGroupConfig read_group(const JsonReader& r, InstanceGroupConfig g, const
             .fail("an EP size dividing the " + std::to_string(model.num_experts) + " routed experts",
                   std::to_string(g.ep_size));
     if (auto s = r.find("scheduler")) g.scheduler = s->as_enum({"simple", "full"});
+    bool kv_model_given = false;
     if (auto s = r.find("scheduler_config")) {
         if (g.scheduler == "full") {
             g.full_config = scheduler_config_from_json(*s);
             const auto kv = s->find("kv");
             g.kv_capacity_given = kv && kv->has("capacity_gib");
+            kv_model_given = kv && kv->has("model");
             const auto pc = s->find("prefix_cache");
             const auto host = pc ? pc->find("host") : std::nullopt;
             g.host_capacity_given = host && host->has("capacity_gib");
         } else {
             g.scheduler_config = simple_scheduler_config_from_json(*s);
         }
+    }
+    // The KV shape follows the top-level model's attention layers unless kv.model says otherwise.
+    if (!kv_model_given) {
+        g.full_config.kv.shape.num_swa_layers = model.num_swa_layers;
+        g.full_config.kv.shape.num_csa_layers = model.num_csa_layers;
+        g.full_config.kv.shape.num_hca_layers = model.num_hca_layers;
     }
     g.hbm_gib_per_gpu = r.get_double_or("hbm_gib_per_gpu", g.hbm_gib_per_gpu, NumRange::positive());
     g.reserve_gib_per_gpu =
@@ -162,12 +171,7 @@ json write_group(const InstanceGroupConfig& g) {
             {"hbm_gib_per_gpu", g.hbm_gib_per_gpu},
             {"reserve_gib_per_gpu", g.reserve_gib_per_gpu},
             {"verify",
-             {{"policy",
-               {{"policy", std::string(name(v.kind))},
-                {"max_draft_tokens", v.max_draft_tokens},
-                {"threshold", v.threshold},
-                {"optimality_gap", v.optimality_gap},
-                {"max_time_evals", v.max_time_evals}}},
+             {{"policy", verify_policy_config_to_json(v)},
               {"moe_pairs_per_token", g.verify.moe_pairs_per_token},
               {"ep_tokens_per_token", g.verify.ep_tokens_per_token},
               {"num_local_experts", g.verify.num_local_experts},

@@ -195,6 +195,25 @@ TEST_CASE("simulate: effective_config.json reads back as the same config", "[sim
           deepinfer::testing::read_file(b / "effective_config.json"));
 }
 
+TEST_CASE("simulate: the KV shape follows the model's attention layers", "[sim][cli]") {
+    // Twice the CSA layers: every handed-over KV byte of those layers doubles (6880 B/token at 21).
+    const fs::path full = kSource / "tests/golden/sim/small_full_config.json";
+    auto handoff_bytes = [&](int csa_layers) {
+        const fs::path dir =
+            fs::temp_directory_path() / ("deepinfer_sim_kvshape_" + std::to_string(csa_layers));
+        std::string out;
+        REQUIRE(
+            run_cli("--config " + full.string() +
+                        " --set workload.duration_s=4 --set workload.warmup_s=1 --set model.num_csa_layers=" +
+                        std::to_string(csa_layers) + " --out " + dir.string(),
+                    out) == 0);
+        return nlohmann::json::parse(
+                   deepinfer::testing::read_file(dir / "summary.json"))["kv_handoff"]["mean_bytes"]
+            .get<double>();
+    };
+    CHECK(handoff_bytes(42) > 1.5 * handoff_bytes(21));
+}
+
 TEST_CASE("simulate: bad configs fail with one line naming file and field", "[sim][cli]") {
     const fs::path dir = fs::temp_directory_path() / "deepinfer_sim_bad";
     std::string out;
