@@ -70,8 +70,9 @@ struct SimExecutorSetup {
     /// profile's ep_dispatch_combine curve alone.
     bool ep_traffic_simgrid = false;
     /// Weight bytes of one expert replica in one layer: a re-placement's copies (policies/eplb/moves.h)
-    /// run as SimGrid transfers between the instance's GPUs and the new placement takes effect when
-    /// the last one lands. 0: placements take effect at once.
+    /// run as SimGrid transfers between the instance's GPUs (one per receiving GPU, carrying all its
+    /// inbound bytes) and the new placement takes effect when the last one lands. 0: placements take
+    /// effect at once.
     std::int64_t expert_bytes = 0;
     /// Draft confidences and acceptances from the DSpark acceptance model (else `acceptance`, which
     /// reports no confidences).
