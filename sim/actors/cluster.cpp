@@ -301,6 +301,8 @@ RequestRecord& Cluster::record(RequestId id) {
 void Cluster::start() {
     mutex_ = sg::sg4::Mutex::create();
     cv_ = sg::sg4::ConditionVariable::create();
+    fault_mutex_ = sg::sg4::Mutex::create();
+    fault_cv_ = sg::sg4::ConditionVariable::create();
     wall_start_ = wall_now_s();
     auto stop = [this] { abort_all(); };
     sg::sg4::Actor::create("frontend", platform_.frontend,
@@ -319,11 +321,11 @@ void Cluster::start() {
                                                errors_, [this, raw] { transfer_loop(*raw); }, stop));
         }
     if (faults_on()) {
-        // A daemon: it ends with the last request instead of keeping the simulation alive.
-        sg::sg4::ActorPtr a = sg::sg4::Actor::create("faults", platform_.frontend,
-                                                     sg::guarded(
-                                                         errors_, [this] { fault_loop(); }, stop));
-        a->daemonize();
+        // NOTE: not a daemon: it waits for its next event on fault_cv_ and returns once the last request
+        // is done (a killed daemon unwinds by exception, which ASan misreads on SimGrid's stacks).
+        sg::sg4::Actor::create("faults", platform_.frontend,
+                               sg::guarded(
+                                   errors_, [this] { fault_loop(); }, stop));
     }
 }
 
@@ -353,6 +355,7 @@ void Cluster::abort_all() {
     stop_ = true;
     wake_all();
     cv_->notify_all();
+    if (fault_cv_) fault_cv_->notify_all();
 }
 
 void Cluster::progress_tick() {
@@ -408,6 +411,7 @@ void Cluster::frontend_loop() {
     if (progress_) std::fprintf(stderr, "\n");
     done_ = true;
     wake_all();
+    if (fault_cv_) fault_cv_->notify_all();
 }
 
 void Cluster::dispatch(SimRequest r) {

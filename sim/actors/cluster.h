@@ -190,6 +190,9 @@ private:
     bool stop_ = false;
     sg::sg4::MutexPtr mutex_;
     sg::sg4::ConditionVariablePtr cv_;
+    /// The fault actor waits on these for its next event, and is woken when the run is done or stops.
+    sg::sg4::MutexPtr fault_mutex_;
+    sg::sg4::ConditionVariablePtr fault_cv_;
     double wall_start_ = 0;
     double last_progress_s_ = -1;
     // Faults.

@@ -18,6 +18,7 @@
 // including the SimExecutor's step Execs and tier reads, which have no recovery path (and turning a
 // host off kills its actors). The failures are therefore modelled at the cluster level.
 #include <algorithm>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 
@@ -56,7 +57,10 @@ void Cluster::fault_loop() {
     });
     for (const Event& e : events) {
         if (stop_ || done_) break;
-        if (e.t > sg::now_s()) sg::sg4::this_actor::sleep_until(e.t);
+        {
+            std::unique_lock<sg::sg4::Mutex> lock(*fault_mutex_);
+            while (e.t > sg::now_s() && !stop_ && !done_) fault_cv_->wait_until(lock, e.t);
+        }
         if (stop_ || done_) break;
         ++metrics_.num_events;
         if (e.repair)
