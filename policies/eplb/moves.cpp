@@ -17,6 +17,67 @@ void check_same_shape(const ExpertPlacement& a, const ExpertPlacement& b) {
              "placements differ in shape");
 }
 
+/// Relabels `layer`'s GPUs within each node so that each new GPU takes the place of the old GPU it
+/// shares the most experts with (greedy over pairs by overlap, then lower new and old rank). Whole
+/// GPUs move, slots and shares together, so every GPU's and node's load is unchanged.
+void relabel_gpus(const LayerPlacement& old, LayerPlacement& layer, Index num_gpus, Index num_nodes,
+                  Index per_gpu) {
+    if (num_nodes == 0 || num_gpus % num_nodes != 0) return;
+    const Index per_node = num_gpus / num_nodes;
+    std::vector<std::vector<Index>> old_gpus_of;
+    for (Index slot = 0; slot < old.phy2log.size(); ++slot) {
+        const auto e = static_cast<Index>(old.phy2log[slot].value());
+        if (e >= old_gpus_of.size()) old_gpus_of.resize(e + 1);
+        old_gpus_of[e].push_back(slot / per_gpu);
+    }
+    std::vector<Index> target(num_gpus, num_gpus);  // new GPU -> its old label
+    for (Index node = 0; node < num_nodes; ++node) {
+        const Index first = node * per_node;
+        std::vector<std::int32_t> overlap(per_node * per_node, 0);  // [new - first][old - first]
+        for (Index a = first; a < first + per_node; ++a)
+            for (Index k = 0; k < per_gpu; ++k) {
+                const auto e = static_cast<Index>(layer.phy2log[a * per_gpu + k].value());
+                if (e >= old_gpus_of.size()) continue;
+                for (const Index b : old_gpus_of[e])
+                    if (b >= first && b < first + per_node) ++overlap[(a - first) * per_node + (b - first)];
+            }
+        struct Pair {
+            std::int32_t common;
+            Index a, b;
+        };
+        std::vector<Pair> pairs;
+        for (Index a = 0; a < per_node; ++a)
+            for (Index b = 0; b < per_node; ++b)
+                if (overlap[a * per_node + b] > 0) pairs.push_back({overlap[a * per_node + b], a, b});
+        std::sort(pairs.begin(), pairs.end(), [](const Pair& x, const Pair& y) {
+            if (x.common != y.common) return x.common > y.common;
+            return x.a != y.a ? x.a < y.a : x.b < y.b;
+        });
+        std::vector<bool> old_taken(per_node, false);
+        for (const Pair& p : pairs)
+            if (target[first + p.a] == num_gpus && !old_taken[p.b]) {
+                target[first + p.a] = first + p.b;
+                old_taken[p.b] = true;
+            }
+        Index free_b = 0;
+        for (Index a = 0; a < per_node; ++a) {
+            if (target[first + a] != num_gpus) continue;
+            while (old_taken[free_b]) ++free_b;
+            target[first + a] = first + free_b;
+            old_taken[free_b] = true;
+        }
+    }
+    LayerPlacement moved = layer;
+    const bool has_share = !layer.replica_share.empty();
+    for (Index a = 0; a < num_gpus; ++a)
+        for (Index k = 0; k < per_gpu; ++k) {
+            moved.phy2log[target[a] * per_gpu + k] = layer.phy2log[a * per_gpu + k];
+            if (has_share)
+                moved.replica_share[target[a] * per_gpu + k] = layer.replica_share[a * per_gpu + k];
+        }
+    layer = std::move(moved);
+}
+
 }  // namespace
 
 ExpertPlacement align_to_previous(const ExpertPlacement& prev, ExpertPlacement next) {
@@ -25,6 +86,7 @@ ExpertPlacement align_to_previous(const ExpertPlacement& prev, ExpertPlacement n
     for (Index l = 0; l < next.layers.size(); ++l) {
         auto& layer = next.layers[l];
         const auto& old = prev.layers[l].phy2log;
+        relabel_gpus(prev.layers[l], layer, ix(next.num_gpus), ix(std::max(next.num_nodes, 1)), per_gpu);
         const bool has_share = !layer.replica_share.empty();
         for (Index g = 0; g < ix(next.num_gpus); ++g) {
             const Index base = g * per_gpu;

@@ -31,8 +31,11 @@ struct MovePlan {
     bool empty() const { return moves.empty(); }
 };
 
-/// `next` with the slots of each GPU reordered so that an expert the GPU already held in `prev` keeps
-/// its old slot (the set of experts per GPU, and each slot's share, are unchanged). Fewer moves.
+/// `next` relabelled to need fewer copies from `prev`: per layer, GPUs are permuted within their node
+/// so that each new GPU's experts land on the old GPU that shares the most of them (greedy), then the
+/// slots of each GPU are reordered so that an expert the GPU already held keeps its old slot. Whole
+/// GPUs move with their slots and shares, so every GPU's and node's load, and so the balance, is
+/// unchanged.
 ExpertPlacement align_to_previous(const ExpertPlacement& prev, ExpertPlacement next);
 
 /// The copies that turn `prev` into `next`: one per slot whose expert changes. The source is the

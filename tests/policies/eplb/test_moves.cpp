@@ -50,25 +50,59 @@ TEST_CASE("EPLB moves: applying the move list turns the old placement into the n
     }
 }
 
-TEST_CASE("EPLB moves: alignment keeps per-GPU expert sets and never needs more copies", "[policies][eplb]") {
+TEST_CASE(
+    "EPLB moves: alignment relabels GPUs within nodes, keeps their expert sets, never needs more copies",
+    "[policies][eplb]") {
     const auto prev = placement_for(3, 1.0);
     const auto raw = placement_for(4, 1.0);
     const auto aligned = align_to_previous(prev, raw);
+    REQUIRE(aligned.validate().empty());
     const auto per_gpu = static_cast<std::size_t>(raw.slots_per_gpu());
+    const auto per_node = static_cast<std::size_t>(raw.num_gpus / raw.num_nodes);
+    auto gpu_set = [&](const ExpertPlacement& p, std::size_t l, std::size_t g) {
+        auto v = std::vector<LogicalExpertId>(
+            p.layers[l].phy2log.begin() + static_cast<std::ptrdiff_t>(g * per_gpu),
+            p.layers[l].phy2log.begin() + static_cast<std::ptrdiff_t>((g + 1) * per_gpu));
+        std::sort(v.begin(), v.end());
+        return v;
+    };
     for (std::size_t l = 0; l < raw.layers.size(); ++l)
-        for (std::size_t g = 0; g < static_cast<std::size_t>(raw.num_gpus); ++g) {
-            auto a = std::vector<LogicalExpertId>(
-                raw.layers[l].phy2log.begin() + static_cast<std::ptrdiff_t>(g * per_gpu),
-                raw.layers[l].phy2log.begin() + static_cast<std::ptrdiff_t>((g + 1) * per_gpu));
-            auto b = std::vector<LogicalExpertId>(
-                aligned.layers[l].phy2log.begin() + static_cast<std::ptrdiff_t>(g * per_gpu),
-                aligned.layers[l].phy2log.begin() + static_cast<std::ptrdiff_t>((g + 1) * per_gpu));
+        for (std::size_t node = 0; node < static_cast<std::size_t>(raw.num_nodes); ++node) {
+            // The node holds the same GPU expert sets, possibly on other GPUs of the node.
+            std::vector<std::vector<LogicalExpertId>> a, b;
+            for (std::size_t g = node * per_node; g < (node + 1) * per_node; ++g) {
+                a.push_back(gpu_set(raw, l, g));
+                b.push_back(gpu_set(aligned, l, g));
+            }
             std::sort(a.begin(), a.end());
             std::sort(b.begin(), b.end());
             CHECK(a == b);
         }
     CHECK(plan_moves(prev, aligned, 1).moves.size() <= plan_moves(prev, raw, 1).moves.size());
     CHECK(plan_moves(prev, align_to_previous(prev, prev), 1).empty());
+}
+
+TEST_CASE("EPLB moves: a placement with its GPUs renumbered within nodes aligns to zero copies",
+          "[policies][eplb]") {
+    const auto prev = placement_for(5, 1.0);
+    ExpertPlacement rotated = prev;
+    const auto per_gpu = static_cast<std::size_t>(prev.slots_per_gpu());
+    const auto per_node = static_cast<std::size_t>(prev.num_gpus / prev.num_nodes);
+    for (std::size_t l = 0; l < prev.layers.size(); ++l)
+        for (std::size_t g = 0; g < static_cast<std::size_t>(prev.num_gpus); ++g) {
+            const std::size_t node = g / per_node;
+            const std::size_t to =
+                node * per_node + (g % per_node + 1) % per_node;  // shift by one in the node
+            for (std::size_t k = 0; k < per_gpu; ++k) {
+                rotated.layers[l].phy2log[to * per_gpu + k] = prev.layers[l].phy2log[g * per_gpu + k];
+                if (!prev.layers[l].replica_share.empty())
+                    rotated.layers[l].replica_share[to * per_gpu + k] =
+                        prev.layers[l].replica_share[g * per_gpu + k];
+            }
+        }
+    REQUIRE(rotated.validate().empty());
+    CHECK(plan_moves(prev, rotated, 1).moves.size() > 0);
+    CHECK(plan_moves(prev, align_to_previous(prev, rotated), 1).empty());
 }
 
 TEST_CASE("EPLB moves: a small diff as a table", "[policies][eplb]") {
