@@ -8,6 +8,7 @@ packages=(
   libsimgrid-dev            # the SimGrid cluster model (S4U, 3.32 on Debian 12)
   libeigen3-dev             # CPU reference executor
   libboost-program-options-dev  # the CLI
+  libboost-dev              # Boost.Math headers (Beta quantiles of the simulator's acceptance model)
   nlohmann-json3-dev        # JSON configs, profiles, traces
   catch2                    # tests (v2)
   libbenchmark-dev          # Google Benchmark
