@@ -72,7 +72,7 @@ void Scheduler::choose_verify_lengths(std::int32_t budget) {
     for (std::uint32_t slot : running_) {
         Seq& seq = slots_[slot];
         seq.verify_choice = 0;
-        if (seq.state != State::kRunning || seq.num_inflight_draft_steps > 0) continue;
+        if (seq.state != State::kRunning) continue;
         const std::int32_t expected_out = seq.num_output + seq.num_inflight_samples;
         if (expected_out >= seq.request.max_new_tokens) continue;
         const std::int32_t known = seq.request.prompt_len() + expected_out;
@@ -152,8 +152,6 @@ void Scheduler::schedule_running(StepPlan& plan, PassState& pass) {
 Scheduler::Fit Scheduler::schedule_running_seq(std::size_t pos, StepPlan& plan, PassState& pass) {
     const std::uint32_t slot = running_[pos];
     Seq& seq = slots_[slot];
-    // Placeholders stand for plain sampled tokens only: after drafts the next position is unknown.
-    if (seq.num_inflight_draft_steps > 0) return Fit::kIdle;
     const std::int32_t expected_out = seq.num_output + seq.num_inflight_samples;
     if (expected_out >= seq.request.max_new_tokens) return Fit::kIdle;
     const std::int32_t known = seq.request.prompt_len() + expected_out;

@@ -57,15 +57,15 @@ SchedulerConfig scheduler_config_from_json(const JsonReader& r);
 /// later step already launched for it is discarded; its KV blocks (including a block taken for a
 /// placeholder token) are released once, when its last in-flight step commits. Placeholders never
 /// push a sequence past max_new_tokens (so never past max_model_len).
-/// Drafts are the exception: a sequence whose in-flight sampling step verifies drafts or proposes
-/// them is not planned again until that step commits, because how many drafts are accepted (so the
-/// position of the next token) and which drafts come next are unknown. Placeholder steps themselves
-/// never verify or propose drafts (the proposal count only shrinks as outputs grow). Prompt chunks
-/// While any step that verifies or proposes drafts is in flight the Scheduler plans nothing (the
-/// Instance loop runs synchronously): a step made of the other work alone (prompt chunks, newly
-/// admitted sequences) would run between two steps of the speculating sequences and delay each of
-/// them by a whole step, which costs about the same weight reads at any decode batch; that work joins
-/// the next full plan instead. Without speculation every step pipelines.
+/// Drafts are the exception: while any step that verifies or proposes drafts is in flight the
+/// Scheduler plans nothing (the Instance loop runs synchronously). A speculating sequence cannot be
+/// planned before its step commits, because how many drafts are accepted (so the position of the
+/// next token) and which drafts come next are unknown; and a step made of the other work alone
+/// (prompt chunks, newly admitted sequences) would run between two steps of the speculating sequences
+/// and delay each of them by a whole step, which costs about the same weight reads at any decode
+/// batch, so that work joins the next full plan instead. Placeholder steps themselves never verify or
+/// propose drafts (the proposal count only shrinks as outputs grow). Without speculation every step
+/// pipelines.
 ///
 /// P/D disaggregation: a request with num_handed_over_tokens starts at that position on its first
 /// admission (the KV arrived with the handoff; blocks are allocated for it, nothing is replayed).
@@ -116,7 +116,7 @@ private:
         std::int32_t num_inflight_tokens = 0;
         std::int32_t num_inflight_samples = 0;
         std::int32_t num_inflight_steps = 0;
-        /// In-flight sampling steps that verify or propose drafts (no placeholder planning past them).
+        /// In-flight sampling steps that verify or propose drafts (none when schedule() plans).
         std::int32_t num_inflight_draft_steps = 0;
         std::int32_t num_registered_blocks = 0;
         std::int32_t replay_begin = 0;

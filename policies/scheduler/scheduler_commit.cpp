@@ -199,8 +199,10 @@ void Scheduler::check_invariants() const {
     std::map<std::int32_t, std::int32_t> refs;
     std::int32_t running = 0;
     std::int32_t states = 0;
+    std::int64_t draft_steps = 0;
     for (const Seq& seq : slots_) {
         if (seq.state == State::kFree) continue;
+        draft_steps += seq.num_inflight_draft_steps;
         running += seq.state == State::kRunning ? 1 : 0;
         states += (seq.state == State::kRunning || seq.state == State::kFinished) ? 1 : 0;
         if (seq.state == State::kWaiting) DI_CHECK(seq.blocks.empty(), "waiting request holds blocks");
@@ -219,6 +221,8 @@ void Scheduler::check_invariants() const {
         for (BlockId b : seq.blocks) ++refs[b.value()];
     }
     DI_CHECK(running == num_running_, "running " << running << " vs " << num_running_);
+    DI_CHECK(draft_steps == num_draft_seq_steps_in_flight_,
+             "draft steps in flight " << draft_steps << " vs " << num_draft_seq_steps_in_flight_);
     DI_CHECK(states == pool_.num_seq_states(),
              "sequence states " << states << " vs pool " << pool_.num_seq_states());
     for (std::int32_t b = 0; b < pool_.num_blocks_total(); ++b) {
