@@ -189,19 +189,25 @@ StepOutcome SimExecutor::wait(engine::StepTicket ticket) {
         if (s.samples && dspark_) {
             // The drafts this step verifies were drawn when the previous step proposed them.
             const auto key = static_cast<std::uint64_t>(s.request.value());
-            if (const DraftDraw* prev = draws_.find(key); prev != nullptr) {
+            DraftDraw* prev = draws_.find(key);
+            if (prev != nullptr) {
                 o.num_accepted_drafts = prev->accepted(s.num_verify_tokens);
                 ++p.record.num_draft_seqs;
                 p.record.num_verified_drafts += s.num_verify_tokens;
                 p.record.num_accepted_drafts += o.num_accepted_drafts;
-                draws_.erase(key);
             }
             o.num_sampled = o.num_accepted_drafts + 1;
             if (s.num_drafts_to_propose > 0) {
+                // The new drafts replace the verified ones in place (no erase and re-insert).
                 const DraftDraw d = dspark_->draw();
                 const std::int32_t n = std::min(s.num_drafts_to_propose, d.num_drafts);
                 o.draft_confidences.assign(d.confidence.begin(), d.confidence.begin() + n);
-                if (auto [held, inserted] = draws_.insert(key, d); !inserted) *held = d;
+                if (prev != nullptr)
+                    *prev = d;
+                else
+                    draws_.insert(key, d);
+            } else if (prev != nullptr) {
+                draws_.erase(key);
             }
         } else if (s.samples) {
             o.num_accepted_drafts = s.num_verify_tokens > 0 ? acceptance_.accepted(s, rng_) : 0;
@@ -264,9 +270,13 @@ void SimExecutor::start_moves(ExpertPlacement target) {
     move_requested_s_ = sg::now_s();
     for (std::size_t dst = 0; dst < R; ++dst) {
         if (into[dst] <= 0) continue;
-        std::size_t src = from[dst].begin()->first;
-        for (const auto& [s, bytes] : from[dst])
-            if (bytes > from[dst][src]) src = s;
+        std::size_t src = 0;
+        double most = 0;
+        for (const auto& [s, bytes] : from[dst])  // in rank order: ties keep the lowest rank
+            if (bytes > most) {
+                most = bytes;
+                src = s;
+            }
         move_comms_.push_back(sg::transfer_async(setup_.gpus[src], setup_.gpus[dst], into[dst]));
         move_stats_.bytes += into[dst];
     }

@@ -102,7 +102,8 @@ void Cluster::build_engine(Node& n) {
     } else {
         n.scheduler = make_scheduler(g);
     }
-    n.balancer = make_balancer(g, initial, eplb_copy_cost(g));
+    const EplbCopyCost copy_cost = eplb_copy_cost(g);
+    n.balancer = make_balancer(g, initial, copy_cost);
     Node* raw = &n;
     const std::int32_t epoch = n.epoch;
     // A restarted engine draws its own outcome stream (the first keeps the original one).
@@ -118,7 +119,7 @@ void Cluster::build_engine(Node& n) {
             .nic_down = &n.nic_down,
             .report_expert_load = n.balancer != nullptr,
             .ep_traffic_simgrid = config_.platform.scale_up.ep_traffic == EpTraffic::kSimGrid,
-            .expert_bytes = static_cast<std::int64_t>(roofline::v4_routed_expert_bytes_hub()),
+            .expert_bytes = copy_cost.expert_bytes,
             .dspark_acceptance = config_.acceptance.model == "dspark"
                                      ? std::optional<AcceptanceModelConfig>(config_.acceptance.dspark)
                                      : std::nullopt},

@@ -34,6 +34,15 @@ std::string deterministic_summary(const fs::path& dir) {
 const fs::path kSource = DEEPINFER_SOURCE_DIR;
 const fs::path kSmall = kSource / "tests/golden/sim/small_config.json";
 
+/// summary.json of a run of `config` with `overrides` (`--set ...` arguments), into a temp folder
+/// named after `tag`.
+nlohmann::json run_summary(const fs::path& config, const std::string& overrides, const std::string& tag) {
+    const fs::path dir = fs::temp_directory_path() / ("deepinfer_sim_" + tag);
+    std::string out;
+    REQUIRE(run_cli("--config " + config.string() + " " + overrides + " --out " + dir.string(), out) == 0);
+    return nlohmann::json::parse(deepinfer::testing::read_file(dir / "summary.json"));
+}
+
 }  // namespace
 
 TEST_CASE("simulate: the same config and seed give byte-identical summary and per-request CSV",
@@ -105,24 +114,17 @@ TEST_CASE("simulate: the full scheduler run is deterministic, caches agent turns
 TEST_CASE("simulate: expert-parallel traffic runs over the scale-up links (or the profile's curve)",
           "[sim][cli]") {
     // The small scenario with a given scale-up bandwidth and EP traffic mode; returns decode TPOT p50.
-    auto tpot_p50 = [](const std::string& mode, double bandwidth_GBps) {
-        nlohmann::json c = nlohmann::json::parse(deepinfer::testing::read_file(kSmall));
-        c["profile"] = (kSource / "profiles/h200-roofline").string();
-        c["workload"]["duration_s"] = 8;
-        c["platform"]["scale_up"] = {{"bandwidth_GBps", bandwidth_GBps}, {"ep_traffic", mode}};
-        const std::string tag = mode + "_" + std::to_string(static_cast<int>(bandwidth_GBps));
-        const fs::path config = fs::temp_directory_path() / ("deepinfer_sim_ep_" + tag + ".json");
-        std::ofstream(config) << c.dump();
-        const fs::path dir = fs::temp_directory_path() / ("deepinfer_sim_ep_" + tag);
-        std::string out;
-        REQUIRE(run_cli("--config " + config.string() + " --out " + dir.string(), out) == 0);
-        const auto s = nlohmann::json::parse(deepinfer::testing::read_file(dir / "summary.json"));
-        return s["tpot_s"]["p50"].get<double>();
+    auto tpot_p50 = [](const std::string& mode, const std::string& bandwidth_GBps) {
+        return run_summary(kSmall,
+                           "--set workload.duration_s=8 --set platform.scale_up.bandwidth_GBps=" +
+                               bandwidth_GBps + " --set platform.scale_up.ep_traffic=" + mode,
+                           "ep_" + mode + "_" + bandwidth_GBps)["tpot_s"]["p50"]
+            .get<double>();
     };
-    const double simgrid_fast = tpot_p50("simgrid", 900);
-    const double simgrid_slow = tpot_p50("simgrid", 0.2);
-    const double profile_fast = tpot_p50("profile", 900);
-    const double profile_slow = tpot_p50("profile", 0.2);
+    const double simgrid_fast = tpot_p50("simgrid", "900");
+    const double simgrid_slow = tpot_p50("simgrid", "0.2");
+    const double profile_fast = tpot_p50("profile", "900");
+    const double profile_slow = tpot_p50("profile", "0.2");
     // At the datasheet bandwidth the SimGrid transfer and the roofline curve agree to within a
     // quarter of a step; a 0.2 GB/s scale-up domain slows decode only when the traffic is simulated.
     CHECK(simgrid_fast / profile_fast == Approx(1.0).margin(0.25));
@@ -133,30 +135,21 @@ TEST_CASE("simulate: expert-parallel traffic runs over the scale-up links (or th
 TEST_CASE("simulate: EPLB re-placements copy expert weights over the scale-up links first", "[sim][cli]") {
     // Decode EPLB every 200 steps; the balancer's cost rule weighs the copy (bytes into one GPU over the
     // scale-up bandwidth) against the balance gained.
-    auto run = [](double bandwidth_GBps) {
-        nlohmann::json c = nlohmann::json::parse(deepinfer::testing::read_file(kSmall));
-        c["profile"] = (kSource / "profiles/h200-roofline").string();
-        c["workload"]["duration_s"] = 8;
-        c["workload"]["traffic"][0]["rate_per_s"] = 40;
-        c["decode"]["eplb"] = "window";
-        c["decode"]["eplb_window_steps"] = 50;
-        c["decode"]["eplb_period_steps"] = 200;
-        c["platform"]["scale_up"] = {{"bandwidth_GBps", bandwidth_GBps}};
-        const std::string tag = std::to_string(static_cast<int>(bandwidth_GBps));
-        const fs::path config = fs::temp_directory_path() / ("deepinfer_sim_moves_" + tag + ".json");
-        std::ofstream(config) << c.dump();
-        const fs::path dir = fs::temp_directory_path() / ("deepinfer_sim_moves_" + tag);
-        std::string out;
-        REQUIRE(run_cli("--config " + config.string() + " --out " + dir.string(), out) == 0);
-        return nlohmann::json::parse(deepinfer::testing::read_file(dir / "summary.json"));
+    auto run = [](const std::string& bandwidth_GBps) {
+        return run_summary(kSmall,
+                           "--set workload.duration_s=8 --set workload.traffic.0.rate_per_s=40"
+                           " --set decode.eplb=window --set decode.eplb_window_steps=50"
+                           " --set decode.eplb_period_steps=200 --set platform.scale_up.bandwidth_GBps=" +
+                               bandwidth_GBps,
+                           "moves_" + bandwidth_GBps);
     };
-    const auto fast = run(100000);
+    const auto fast = run("100000");
     CHECK(fast["eplb_replacements"].get<int>() >= 1);
     CHECK(fast["eplb_moves"]["applied"] == fast["eplb_replacements"]);
     CHECK(fast["eplb_moves"]["copied_GB"].get<double>() > 1.0);
     CHECK(fast["eplb_moves"]["mean_copy_s"].get<double>() > 0.0);
     // Over a 1 GB/s domain the copy would take longer than any gain: the balancer keeps its placement.
-    const auto slow = run(1);
+    const auto slow = run("1");
     CHECK(slow["eplb_replacements"].get<int>() == 0);
     CHECK(slow["eplb_moves"]["copied_GB"].get<double>() == 0.0);
 }
@@ -199,16 +192,12 @@ TEST_CASE("simulate: the KV shape follows the model's attention layers", "[sim][
     // Twice the CSA layers: every handed-over KV byte of those layers doubles (6880 B/token at 21).
     const fs::path full = kSource / "tests/golden/sim/small_full_config.json";
     auto handoff_bytes = [&](int csa_layers) {
-        const fs::path dir =
-            fs::temp_directory_path() / ("deepinfer_sim_kvshape_" + std::to_string(csa_layers));
-        std::string out;
-        REQUIRE(
-            run_cli("--config " + full.string() +
-                        " --set workload.duration_s=4 --set workload.warmup_s=1 --set model.num_csa_layers=" +
-                        std::to_string(csa_layers) + " --out " + dir.string(),
-                    out) == 0);
-        return nlohmann::json::parse(
-                   deepinfer::testing::read_file(dir / "summary.json"))["kv_handoff"]["mean_bytes"]
+        const std::string layers = std::to_string(csa_layers);
+        return run_summary(
+                   full,
+                   "--set workload.duration_s=4 --set workload.warmup_s=1 --set model.num_csa_layers=" +
+                       layers,
+                   "kvshape_" + layers)["kv_handoff"]["mean_bytes"]
             .get<double>();
     };
     CHECK(handoff_bytes(42) > 1.5 * handoff_bytes(21));
