@@ -37,7 +37,7 @@ RunMetrics run_simulation(const SimConfig& input, const RunOptions& options) {
     const Platform platform = build_platform(config);
     sg::ActorErrors errors;
     Cluster cluster(config, platform, cost, *workload, rng.fork("cluster"), metrics, options.record_timeline,
-                    options.progress, errors);
+                    options.progress, errors, options.threads);
     struct TimeSourceGuard {
         TimeSourceGuard() {
             log::set_time_source([] { return sg::now_s(); });

@@ -17,6 +17,9 @@ struct RunOptions {
     bool record_timeline = false;
     /// Print a progress bar with simulated time and ETA on stderr.
     bool progress = false;
+    /// Threads for the parts of a step that are independent (decode DP ranks). Results are the same
+    /// for every count.
+    std::int32_t threads = 1;
 };
 
 RunMetrics run_simulation(const SimConfig& config, const RunOptions& options);

@@ -1,4 +1,5 @@
-// `deepinfer simulate --config FILE [--set a.b=v]... [--seed N] --out DIR [--timeline] [--progress]`:
+// `deepinfer simulate --config FILE [--set a.b=v]... [--seed N] --out DIR [--timeline] [--progress]
+// [--threads N]`:
 // runs the SimGrid cluster model and writes summary.json, effective_config.json, requests.csv and
 // (with --timeline) timeline.json (Chrome/Perfetto trace).
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "policies/common/json_reader.h"
 #include "policies/common/log.h"
 #ifdef DEEPINFER_WITH_SIMGRID
+#include "sim/parallel/worker_pool.h"
 #include "sim/simulation.h"
 #endif
 
@@ -36,6 +38,7 @@ int run_simulate(const Args& args) {
     std::string config_path, out_dir, log_spec;
     std::vector<std::string> sets;
     std::uint64_t seed = 0;
+    std::int32_t threads = sim::WorkerPool::default_threads();
     po::options_description opts("deepinfer simulate options");
     opts.add_options()("help,h", "show this help")(
         "config", po::value(&config_path)->required(),
@@ -47,8 +50,10 @@ int run_simulate(const Args& args) {
         "timeline", po::bool_switch(), "also write timeline.json (Chrome/Perfetto trace)")(
         "progress", po::bool_switch(),
         "show a progress bar on stderr (default: only when stderr is a terminal)")(
-        "no-progress", po::bool_switch(), "never show the progress bar")("log", po::value(&log_spec),
-                                                                         "log levels, e.g. sim:debug");
+        "no-progress", po::bool_switch(), "never show the progress bar")(
+        "threads", po::value(&threads)->default_value(threads),
+        "threads for the decode ranks' planning (results are identical for any count)")(
+        "log", po::value(&log_spec), "log levels, e.g. sim:debug");
     po::variables_map vm;
     po::store(po::command_line_parser(args).options(opts).run(), vm);
     if (vm.count("help")) {
@@ -63,6 +68,9 @@ int run_simulate(const Args& args) {
     sim::RunOptions options;
     if (vm.count("seed")) options.seed = seed;
     options.record_timeline = vm["timeline"].as<bool>();
+    if (threads < 1)
+        throw ConfigError("command line", "--threads", "an integer >= 1", std::to_string(threads));
+    options.threads = threads;
     options.progress = !vm["no-progress"].as<bool>() && (vm["progress"].as<bool>() || isatty(STDERR_FILENO));
     const sim::RunMetrics metrics = sim::run_simulation(config, options);
 

@@ -21,7 +21,8 @@ double wall_now_s() {
 }  // namespace
 
 Cluster::Cluster(const SimConfig& config, const Platform& platform, const CostModel& cost, Workload& workload,
-                 Rng rng, RunMetrics& metrics, bool record_timeline, bool progress, sg::ActorErrors& errors)
+                 Rng rng, RunMetrics& metrics, bool record_timeline, bool progress, sg::ActorErrors& errors,
+                 std::int32_t threads)
     : config_(config),
       platform_(platform),
       cost_(cost),
@@ -31,6 +32,7 @@ Cluster::Cluster(const SimConfig& config, const Platform& platform, const CostMo
       record_timeline_(record_timeline),
       progress_(progress),
       errors_(errors),
+      pool_(std::make_unique<WorkerPool>(threads)),
       routing_(config.routing, config.model, rng.fork("routing")),
       acceptance_(config.acceptance.fixed_rate),
       router_(config.router) {
@@ -98,6 +100,9 @@ void Cluster::build_engine(Node& n) {
     if (g.scheduler == "full") {
         n.scheduler = make_full_scheduler(g, role);
         n.group = static_cast<DpGroupScheduler*>(n.scheduler.get());
+        // Decode ranks share nothing mutable (no store index, see make_full_scheduler), so they plan
+        // and commit on the worker threads; prefill ranks share the store and stay on this one.
+        if (role == InstanceRole::kDecode) n.group->set_worker_pool(pool_.get());
         n.rank_pending_tokens.assign(static_cast<std::size_t>(n.group->num_ranks()), 0);
     } else {
         n.scheduler = make_scheduler(g);
@@ -242,7 +247,8 @@ std::vector<InstanceLoad> Cluster::loads(const std::vector<std::unique_ptr<Node>
     return out;
 }
 
-std::int32_t Cluster::cached_prompt_tokens(const Node& node, std::int32_t rank, const Request& q) const {
+std::int32_t Cluster::cached_prompt_tokens(const Node& node, std::int32_t rank, const Request& q,
+                                           StoreProbes& probes) const {
     // NOTE: an estimate for routing: the longest prefix held in this rank's HBM or host tier or in the
     // shared store, found by binary search (tiers are close to prefix-closed: sequences release their
     // blocks last-first and the store writes whole prefixes); the Scheduler matches exactly.
@@ -251,9 +257,17 @@ std::int32_t Cluster::cached_prompt_tokens(const Node& node, std::int32_t rank, 
     if (!cache.enabled()) return 0;
     const double now = sg::now_s();
     const auto& h = q.prompt_block_hashes;
+    // The store is usually shared by every rank the router weighs: its answers are kept per block for
+    // the whole routing decision and asked first (the rank's own tiers are probed only where the store
+    // misses). Same result as probing in tier order: `held` is a pure OR.
+    if (probes.store != &cache.store()) {
+        probes.store = &cache.store();
+        probes.held.assign(h.size(), -1);
+    }
     auto held = [&](std::size_t i) {
-        return s.pool().find_cached(h[i]).has_value() || cache.host().contains(h[i], now) ||
-               cache.store().contains(h[i], now);
+        std::int8_t& in_store = probes.held[i];
+        if (in_store < 0) in_store = cache.store().contains(h[i], now) ? 1 : 0;
+        return in_store == 1 || s.pool().find_cached(h[i]).has_value() || cache.host().contains(h[i], now);
     };
     const std::int32_t bt = s.pool().block_tokens();
     std::size_t lo = 0, hi = std::min(h.size(), static_cast<std::size_t>((q.prompt_len() - 1) / bt));
@@ -455,9 +469,10 @@ void Cluster::route_to_prefill(RequestId id) {
     if (prefill_.front()->group != nullptr) {
         // The policies Router: prefix-cache and load aware over every prefill DP rank.
         const std::vector<InstanceLoad> ls = loads(prefill_);
+        StoreProbes probes;
         const RouteDecision d =
             router_.route(q, ls, [&](std::int32_t inst, std::int32_t rank, const Request& req) {
-                return cached_prompt_tokens(*prefill_[static_cast<std::size_t>(inst)], rank, req);
+                return cached_prompt_tokens(*prefill_[static_cast<std::size_t>(inst)], rank, req, probes);
             });
         DI_CHECK(d.prefill.valid(), "no prefill rank for request " << r.id);
         Node& node = *prefill_[static_cast<std::size_t>(d.prefill.instance)];

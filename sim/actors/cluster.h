@@ -17,6 +17,7 @@
 #include "sim/config/sim_config.h"
 #include "sim/outcome_model/outcome_models.h"
 #include "sim/outcome_model/routing_model.h"
+#include "sim/parallel/worker_pool.h"
 #include "sim/platform/platform.h"
 #include "sim/policy_factory.h"
 #include "sim/report/metrics.h"
@@ -31,7 +32,8 @@ namespace deepinfer::sim {
 class Cluster {
 public:
     Cluster(const SimConfig& config, const Platform& platform, const CostModel& cost, Workload& workload,
-            Rng rng, RunMetrics& metrics, bool record_timeline, bool progress, sg::ActorErrors& errors);
+            Rng rng, RunMetrics& metrics, bool record_timeline, bool progress, sg::ActorErrors& errors,
+            std::int32_t threads = 1);
     /// Creates every actor (call before Engine::run).
     void start();
     /// Marks requests still in flight as unfinished (after Engine::run).
@@ -133,7 +135,14 @@ private:
     /// Full scheduler: the router's view of a group's instances that are up.
     std::vector<InstanceLoad> loads(const std::vector<std::unique_ptr<Node>>& nodes) const;
     /// Prompt tokens of `q` an instance's DP rank could serve from its tiers (estimate for routing).
-    std::int32_t cached_prompt_tokens(const Node& node, std::int32_t rank, const Request& q) const;
+    /// The store's answers for one request's blocks (-1: not asked yet), shared by the ranks one
+    /// routing decision weighs.
+    struct StoreProbes {
+        const KvTierIndex* store = nullptr;
+        std::vector<std::int8_t> held;
+    };
+    std::int32_t cached_prompt_tokens(const Node& node, std::int32_t rank, const Request& q,
+                                      StoreProbes& probes) const;
     /// Finished agent turn on a decode rank: its full blocks (prompt + output) go to the store.
     void write_back_to_store(Node& node, const RequestRecord& rec);
     std::unique_ptr<StepScheduler> make_full_scheduler(const InstanceGroupConfig& g, InstanceRole role);
@@ -174,6 +183,9 @@ private:
     bool record_timeline_;
     bool progress_;
     sg::ActorErrors& errors_;
+    /// Threads for work that splits into independent parts (decode DP ranks); declared before the
+    /// nodes, so it outlives their schedulers.
+    std::unique_ptr<WorkerPool> pool_;
     SimClock clock_;
     RoutingModel routing_;
     FixedRateAcceptance acceptance_;

@@ -33,20 +33,28 @@ StepPlan DpGroupScheduler::schedule(double now_s) {
     // step in flight would delay them by a whole step (policies/scheduler/scheduler.h).
     for (const auto& rank : ranks_)
         if (rank->draft_step_in_flight()) return merged;
-    Launched launched;
-    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    const std::size_t R = ranks_.size();
+    plans_.resize(R);
+    auto plan_rank = [&](std::size_t r) {
         // An idle rank has nothing to plan (its release notices wait for its next plan).
-        if (!ranks_[r]->has_unfinished()) continue;
-        StepPlan p = ranks_[r]->schedule(now_s);
+        plans_[r] = ranks_[r]->has_unfinished() ? ranks_[r]->schedule(now_s) : StepPlan{};
+    };
+    if (pool_ != nullptr)
+        pool_->run(R, plan_rank);
+    else
+        for (std::size_t r = 0; r < R; ++r) plan_rank(r);
+    Launched launched;
+    std::size_t num_seqs = 0;
+    for (const StepPlan& p : plans_) num_seqs += p.seqs.size();
+    merged.seqs.reserve(num_seqs);
+    // NOTE: the ranks' plans are copied, not moved: each stays in its slot and is freed by the thread
+    // that planned it (see WorkerPool::run).
+    for (std::size_t r = 0; r < R; ++r) {
+        const StepPlan& p = plans_[r];
         if (p.empty()) continue;  // the rank keeps its notices for its next non-empty plan
         launched.parts.push_back(
             Part{.rank = static_cast<std::int32_t>(r), .step_id = p.step_id, .num_seqs = p.seqs.size()});
-        if (merged.seqs.empty()) {
-            merged.seqs = std::move(p.seqs);
-        } else {
-            merged.seqs.insert(merged.seqs.end(), std::make_move_iterator(p.seqs.begin()),
-                               std::make_move_iterator(p.seqs.end()));
-        }
+        merged.seqs.insert(merged.seqs.end(), p.seqs.begin(), p.seqs.end());
         merged.preempted.insert(merged.preempted.end(), p.preempted.begin(), p.preempted.end());
         merged.released.insert(merged.released.end(), p.released.begin(), p.released.end());
         merged.kv_transfers.insert(merged.kv_transfers.end(), p.kv_transfers.begin(), p.kv_transfers.end());
@@ -75,21 +83,36 @@ CommitResult DpGroupScheduler::commit(const StepPlan& plan, const StepOutcome& o
              "outcome has " << outcome.seqs.size() << " sequences, plan " << plan.seqs.size());
     const Launched launched = std::move(launched_.front());
     launched_.pop_front();
-    CommitResult result;
-    std::size_t at = 0;
-    // NOTE: the per-rank plan and outcome are scratch members: assigning into their existing
-    // elements reuses the vectors' storage (confidences, token ids) from step to step.
-    StepPlan& sub = sub_plan_;
-    StepOutcome& sub_out = sub_outcome_;
-    for (const Part& part : launched.parts) {
-        DI_CHECK(at + part.num_seqs <= plan.seqs.size(),
-                 "DP group plan of " << plan.seqs.size() << " sequences, parts past " << at);
+    const std::size_t R = ranks_.size();
+    // Tasks are per rank (not per part) so that a rank's scratch stays on one thread.
+    part_at_.assign(R, -1);
+    first_.assign(launched.parts.size() + 1, 0);  // parts' offsets into the plan
+    for (std::size_t i = 0; i < launched.parts.size(); ++i) {
+        part_at_[static_cast<std::size_t>(launched.parts[i].rank)] = static_cast<std::int32_t>(i);
+        first_[i + 1] = first_[i] + launched.parts[i].num_seqs;
+    }
+    DI_CHECK(first_.back() == plan.seqs.size(),
+             "DP group plan of " << plan.seqs.size() << " sequences, parts " << first_.back());
+    sub_plans_.resize(R);
+    sub_outcomes_.resize(R);
+    results_.resize(R);
+    auto commit_rank = [&](std::size_t r) {
+        results_[r].progress.clear();
+        results_[r].finished.clear();
+        if (part_at_[r] < 0) return;
+        const auto i = static_cast<std::size_t>(part_at_[r]);
+        const Part& part = launched.parts[i];
+        // NOTE: the per-rank plan and outcome are scratch members: assigning into their existing
+        // elements reuses the vectors' storage (confidences, token ids) from step to step.
+        StepPlan& sub = sub_plans_[r];
+        StepOutcome& sub_out = sub_outcomes_[r];
         sub.step_id = part.step_id;
         sub.seqs.resize(part.num_seqs);
         sub_out.seqs.resize(part.num_seqs);
         sub_out.step_id = part.step_id;
         sub_out.start_s = outcome.start_s;
         sub_out.end_s = outcome.end_s;
+        const std::size_t at = first_[i];
         for (std::size_t k = 0; k < part.num_seqs; ++k) {
             const SeqSchedule& s = plan.seqs[at + k];
             // Commit reads counters only: the block table is not copied.
@@ -106,20 +129,18 @@ CommitResult DpGroupScheduler::commit(const StepPlan& plan, const StepOutcome& o
             d.block_ids.clear();
             sub_out.seqs[k] = outcome.seqs[at + k];
         }
-        at += part.num_seqs;
-        CommitResult r = ranks_[static_cast<std::size_t>(part.rank)]->commit(sub, sub_out, now_s);
-        if (result.progress.empty()) {
-            result.progress = std::move(r.progress);
-        } else {
-            result.progress.insert(result.progress.end(), r.progress.begin(), r.progress.end());
-        }
-        if (result.finished.empty()) {
-            result.finished = std::move(r.finished);
-        } else {
-            for (FinishedRequest& f : r.finished) result.finished.push_back(std::move(f));
-        }
+        results_[r] = ranks_[r]->commit(sub, sub_out, now_s);
+    };
+    if (pool_ != nullptr)
+        pool_->run(R, commit_rank);
+    else
+        for (std::size_t r = 0; r < R; ++r) commit_rank(r);
+    CommitResult result;
+    for (const Part& part : launched.parts) {  // rank order; copied, see schedule()
+        const CommitResult& r = results_[static_cast<std::size_t>(part.rank)];
+        result.progress.insert(result.progress.end(), r.progress.begin(), r.progress.end());
+        result.finished.insert(result.finished.end(), r.finished.begin(), r.finished.end());
     }
-    DI_CHECK(at == plan.seqs.size(), "DP group plan of " << plan.seqs.size() << " sequences, parts " << at);
     return result;
 }
 

@@ -11,6 +11,7 @@
 #include "policies/dspark/dspark_verify_adapter.h"
 #include "policies/scheduler/scheduler.h"
 #include "policies/scheduler/step_scheduler.h"
+#include "sim/parallel/worker_pool.h"
 
 namespace deepinfer::sim {
 
@@ -30,6 +31,11 @@ public:
     std::vector<FinishedRequest> take_rejected() override;
     bool has_unfinished() const override;
 
+    /// Plans and commits the ranks on `pool`'s threads (null: on the caller's). Only for ranks that
+    /// share nothing mutable (no shared store index); plans and commits are merged in rank order, so
+    /// the results are the same for any thread count. `pool` must outlive the scheduler.
+    void set_worker_pool(WorkerPool* pool) { pool_ = pool; }
+
     std::int32_t num_ranks() const { return static_cast<std::int32_t>(ranks_.size()); }
     const Scheduler& rank(std::int32_t r) const { return *ranks_[static_cast<std::size_t>(r)]; }
 
@@ -46,11 +52,17 @@ private:
 
     std::vector<std::unique_ptr<Scheduler>> ranks_;
     std::vector<std::unique_ptr<DsparkVerifyAdapter>> verify_;
+    WorkerPool* pool_ = nullptr;
     std::deque<Launched> launched_;
     std::int64_t next_step_id_ = 0;
-    // Scratch for commit(): one rank's share of the plan and of the outcome.
-    StepPlan sub_plan_;
-    StepOutcome sub_outcome_;
+    // Scratch, one slot per rank: schedule()'s plans, commit()'s share of the plan and of the outcome
+    // (reused from step to step) and its results.
+    std::vector<StepPlan> plans_;
+    std::vector<StepPlan> sub_plans_;
+    std::vector<StepOutcome> sub_outcomes_;
+    std::vector<CommitResult> results_;
+    std::vector<std::int32_t> part_at_;  // per rank: its part of the step being committed, or -1
+    std::vector<std::size_t> first_;     // per part: its offset into the plan
 };
 
 }  // namespace deepinfer::sim
