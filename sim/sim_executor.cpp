@@ -22,10 +22,14 @@ SimExecutor::SimExecutor(SimExecutorSetup setup, const CostModel& cost, EpLoadMo
       acceptance_(acceptance),
       rng_(rng),
       on_step_(std::move(on_step)) {
-    if (setup_.dspark_acceptance)
-        dspark_ = std::make_unique<AcceptanceModel>(*setup_.dspark_acceptance, rng_.fork("dspark"));
     DI_CHECK(!setup_.gpus.empty(), setup_.name << ": an instance needs at least one GPU");
     const std::size_t R = setup_.gpus.size();
+    if (setup_.dspark_acceptance) {
+        const Rng dspark = rng_.fork("dspark");
+        for (std::size_t r = 0; r < R; ++r)
+            dspark_.push_back(std::make_unique<AcceptanceModel>(*setup_.dspark_acceptance, dspark.fork(r)));
+        draws_.resize(R);
+    }
     rank_tokens_.resize(R);
     rank_context_.resize(R);
     rank_seqs_.resize(R);
@@ -140,11 +144,15 @@ engine::StepTicket SimExecutor::launch(const StepPlan& plan) {
     p.record.num_tokens = plan.num_tokens();
     p.record.num_seqs = static_cast<std::int32_t>(plan.seqs.size());
     p.record.imbalance_max_mean = load.imbalance_max_mean;
-    for (RequestId r : plan.released) draws_.erase(static_cast<std::uint64_t>(r.value()));
-    for (RequestId r : plan.preempted) draws_.erase(static_cast<std::uint64_t>(r.value()));
+    // NOTE: a notice carries no rank: every rank's map forgets the request (a few per step).
+    for (FlatHashMap64<DraftDraw>& draws : draws_) {
+        for (RequestId r : plan.released) draws.erase(static_cast<std::uint64_t>(r.value()));
+        for (RequestId r : plan.preempted) draws.erase(static_cast<std::uint64_t>(r.value()));
+    }
     p.seqs.reserve(plan.seqs.size());
     for (const SeqSchedule& s : plan.seqs) {
         p.seqs.push_back(SeqSchedule{.request = s.request,
+                                     .dp_rank = s.dp_rank,
                                      .num_new_tokens = s.num_new_tokens,
                                      .num_verify_tokens = s.num_verify_tokens,
                                      .num_drafts_to_propose = s.num_drafts_to_propose,
@@ -168,6 +176,61 @@ void SimExecutor::start(Pending& p) {
 }
 
 StepOutcome SimExecutor::wait(engine::StepTicket ticket) {
+    StepOutcome out;
+    wait_into(ticket, out);
+    return out;
+}
+
+void SimExecutor::draw_outcomes(const Pending& p, std::size_t begin, std::size_t end, StepOutcome& out,
+                                DraftCounts& counts) {
+    for (std::size_t i = begin; i < end; ++i) {
+        const SeqSchedule& s = p.seqs[i];
+        SeqOutcome& o = out.seqs[i];
+        o.request = s.request;
+        o.token_ids.clear();
+        o.num_sampled = 0;
+        o.num_accepted_drafts = 0;
+        o.hit_stop = false;
+        o.draft_token_ids.clear();
+        o.draft_confidences.clear();
+        if (s.samples && !dspark_.empty()) {
+            const auto rank = static_cast<std::size_t>(s.dp_rank) % dspark_.size();
+            FlatHashMap64<DraftDraw>& draws = draws_[rank];
+            // The drafts this step verifies were drawn when the previous step proposed them.
+            const auto key = static_cast<std::uint64_t>(s.request.value());
+            DraftDraw* prev = draws.find(key);
+            if (prev != nullptr) {
+                o.num_accepted_drafts = prev->accepted(s.num_verify_tokens);
+                ++counts.seqs;
+                counts.verified += s.num_verify_tokens;
+                counts.accepted += o.num_accepted_drafts;
+            }
+            o.num_sampled = o.num_accepted_drafts + 1;
+            if (s.num_drafts_to_propose > 0) {
+                // The new drafts replace the verified ones in place (no erase and re-insert).
+                const DraftDraw d = dspark_[rank]->draw();
+                const std::int32_t n = std::min(s.num_drafts_to_propose, d.num_drafts);
+                o.draft_confidences.assign(d.confidence.begin(), d.confidence.begin() + n);
+                if (prev != nullptr)
+                    *prev = d;
+                else
+                    draws.insert(key, d);
+            } else if (prev != nullptr) {
+                draws.erase(key);
+            }
+        } else if (s.samples) {
+            o.num_accepted_drafts = s.num_verify_tokens > 0 ? acceptance_.accepted(s, rng_) : 0;
+            o.num_sampled = o.num_accepted_drafts + 1;
+            if (s.num_verify_tokens > 0) {
+                ++counts.seqs;
+                counts.verified += s.num_verify_tokens;
+                counts.accepted += o.num_accepted_drafts;
+            }
+        }
+    }
+}
+
+void SimExecutor::wait_into(engine::StepTicket ticket, StepOutcome& out) {
     DI_CHECK(!pending_.empty() && pending_.front().step_id == ticket.id,
              setup_.name << ": wait(" << ticket.id << ") out of launch order");
     Pending& p = pending_.front();
@@ -179,47 +242,43 @@ StepOutcome SimExecutor::wait(engine::StepTicket ticket) {
         p.record.cost.ep_comm_s += sg::now_s() - t0;
     }
     p.record.end_s = sg::now_s();
-    StepOutcome out;
     out.step_id = p.step_id;
     out.start_s = p.record.start_s;
     out.end_s = p.record.end_s;
-    out.seqs.reserve(p.seqs.size());
-    for (const SeqSchedule& s : p.seqs) {
-        SeqOutcome o{.request = s.request};
-        if (s.samples && dspark_) {
-            // The drafts this step verifies were drawn when the previous step proposed them.
-            const auto key = static_cast<std::uint64_t>(s.request.value());
-            DraftDraw* prev = draws_.find(key);
-            if (prev != nullptr) {
-                o.num_accepted_drafts = prev->accepted(s.num_verify_tokens);
-                ++p.record.num_draft_seqs;
-                p.record.num_verified_drafts += s.num_verify_tokens;
-                p.record.num_accepted_drafts += o.num_accepted_drafts;
-            }
-            o.num_sampled = o.num_accepted_drafts + 1;
-            if (s.num_drafts_to_propose > 0) {
-                // The new drafts replace the verified ones in place (no erase and re-insert).
-                const DraftDraw d = dspark_->draw();
-                const std::int32_t n = std::min(s.num_drafts_to_propose, d.num_drafts);
-                o.draft_confidences.assign(d.confidence.begin(), d.confidence.begin() + n);
-                if (prev != nullptr)
-                    *prev = d;
-                else
-                    draws_.insert(key, d);
-            } else if (prev != nullptr) {
-                draws_.erase(key);
-            }
-        } else if (s.samples) {
-            o.num_accepted_drafts = s.num_verify_tokens > 0 ? acceptance_.accepted(s, rng_) : 0;
-            o.num_sampled = o.num_accepted_drafts + 1;
-            if (s.num_verify_tokens > 0) {
-                ++p.record.num_draft_seqs;
-                p.record.num_verified_drafts += s.num_verify_tokens;
-                p.record.num_accepted_drafts += o.num_accepted_drafts;
-            }
+    out.seqs.resize(p.seqs.size());
+    // With the DSpark model each DP rank draws from its own stream, in plan order: the ranks' runs of
+    // sequences go to the worker threads when the plan lists them rank by rank (as DpGroupScheduler
+    // does); any other order is drawn in one pass, with the same results.
+    const std::size_t R = dspark_.size();
+    bool by_rank = R > 1 && setup_.pool != nullptr;
+    for (std::size_t i = 1; by_rank && i < p.seqs.size(); ++i)
+        by_rank = p.seqs[i - 1].dp_rank <= p.seqs[i].dp_rank;
+    by_rank = by_rank && !p.seqs.empty() && p.seqs.front().dp_rank >= 0 &&
+              static_cast<std::size_t>(p.seqs.back().dp_rank) < R;
+    DraftCounts counts;
+    if (by_rank) {
+        rank_begin_.assign(R + 1, p.seqs.size());
+        for (std::size_t i = p.seqs.size(); i-- > 0;)
+            rank_begin_[static_cast<std::size_t>(p.seqs[i].dp_rank) % R] = i;
+        for (std::size_t r = R; r-- > 0;) rank_begin_[r] = std::min(rank_begin_[r], rank_begin_[r + 1]);
+        rank_counts_.assign(R, DraftCounts{});
+        setup_.pool->run(R, [&](std::size_t r) {
+            draw_outcomes(p, rank_begin_[r], rank_begin_[r + 1], out, rank_counts_[r]);
+        });
+        for (const DraftCounts& c : rank_counts_) {
+            counts.seqs += c.seqs;
+            counts.verified += c.verified;
+            counts.accepted += c.accepted;
         }
-        out.seqs.push_back(std::move(o));
+    } else {
+        draw_outcomes(p, 0, p.seqs.size(), out, counts);
     }
+    p.record.num_draft_seqs += counts.seqs;
+    p.record.num_verified_drafts += counts.verified;
+    p.record.num_accepted_drafts += counts.accepted;
+    out.expert_load.num_layers = 0;
+    out.expert_load.num_experts = 0;
+    out.expert_load.tokens.clear();
     if (setup_.report_expert_load) {
         // NOTE: loads are expectations, linear in tokens: reporting the sum of the last
         // kExpertLoadEvery steps once (and empty samples in between) keeps every window average
@@ -235,7 +294,6 @@ StepOutcome SimExecutor::wait(engine::StepTicket ticket) {
     pending_.pop_front();
     if (!pending_.empty()) start(pending_.front());
     if (on_step_) on_step_(record);
-    return out;
 }
 
 void SimExecutor::apply_placement(const ExpertPlacement& placement) {

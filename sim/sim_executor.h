@@ -19,6 +19,7 @@
 #include "sim/outcome_model/acceptance_model.h"
 #include "sim/outcome_model/outcome_models.h"
 #include "sim/outcome_model/routing_model.h"
+#include "sim/parallel/worker_pool.h"
 #include "sim/sg_compat.h"
 
 namespace deepinfer::sim {
@@ -75,8 +76,11 @@ struct SimExecutorSetup {
     /// effect at once.
     std::int64_t expert_bytes = 0;
     /// Draft confidences and acceptances from the DSpark acceptance model (else `acceptance`, which
-    /// reports no confidences).
+    /// reports no confidences). Each DP rank draws from its own stream.
     std::optional<AcceptanceModelConfig> dspark_acceptance;
+    /// Threads for the DP ranks' DSpark outcome draws (may be null: the caller's thread). Results
+    /// are the same for any thread count. Must outlive the executor.
+    WorkerPool* pool = nullptr;
 };
 
 class SimExecutor final : public engine::Executor {
@@ -88,6 +92,7 @@ public:
     engine::ExecutorCaps caps() const override;
     engine::StepTicket launch(const StepPlan& plan) override;
     StepOutcome wait(engine::StepTicket ticket) override;
+    void wait_into(engine::StepTicket ticket, StepOutcome& out) override;
     void apply_placement(const ExpertPlacement& placement) override;
 
     /// The StepShape of the busiest DP rank for `plan`, with MoE fields from the EP load model.
@@ -123,16 +128,29 @@ private:
     /// Applies the placement being copied once its last transfer has landed; starts the queued one.
     void poll_moves();
     void charge_transfers(const StepPlan& plan, Pending& p);
+    /// Fills out.seqs[begin, end) (one DP rank's sequences, or all of them without the DSpark model)
+    /// and adds their draft counts to `counts`.
+    struct DraftCounts {
+        std::int32_t seqs = 0;
+        std::int64_t verified = 0;
+        std::int64_t accepted = 0;
+    };
+    void draw_outcomes(const Pending& p, std::size_t begin, std::size_t end, StepOutcome& out,
+                       DraftCounts& counts);
 
     SimExecutorSetup setup_;
     const CostModel& cost_;
     EpLoadModel& ep_;
     DraftAcceptance& acceptance_;
     Rng rng_;
-    std::unique_ptr<AcceptanceModel> dspark_;
-    /// Drafts proposed by a sequence's last sampling step, waiting for the step that verifies them
-    /// (lookup only; never iterated).
-    FlatHashMap64<DraftDraw> draws_;  // by request id
+    /// Per DP rank: the DSpark acceptance model (empty without it) and the drafts proposed by a
+    /// sequence's last sampling step, waiting for the step that verifies them (by request id; lookup
+    /// only, never iterated).
+    std::vector<std::unique_ptr<AcceptanceModel>> dspark_;
+    std::vector<FlatHashMap64<DraftDraw>> draws_;
+    // Scratch for wait_into: per rank, where its sequences start in the step and its draft counts.
+    std::vector<std::size_t> rank_begin_;
+    std::vector<DraftCounts> rank_counts_;
     sg::BackgroundTransfers writes_;
     std::function<void(const StepRecord&)> on_step_;
     std::deque<Pending> pending_;

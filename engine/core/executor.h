@@ -40,6 +40,9 @@ public:
     /// Blocks (through the backend: a CUDA event, a SimGrid activity) until the step is done.
     /// Tickets are waited in launch order.
     virtual StepOutcome wait(StepTicket ticket) = 0;
+    /// wait(), writing into `out` (every field is overwritten). The Instance loop calls this with the
+    /// same object every step, so an executor that overrides it can reuse the outcome's storage.
+    virtual void wait_into(StepTicket ticket, StepOutcome& out) { out = wait(ticket); }
     /// Installs a new expert placement; takes effect from the next launched step.
     virtual void apply_placement(const ExpertPlacement& placement) = 0;
 };

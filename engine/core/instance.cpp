@@ -21,7 +21,8 @@ void Instance::add_request(Request request) { scheduler_.add_request(std::move(r
 void Instance::report_rejections() {
     for (const FinishedRequest& f : scheduler_.take_rejected()) {
         ++stats_.num_rejected;
-        DI_LOG(kCore, kDebug, name_ << ": request " << f.request << " " << deepinfer::name(f.reason) << ": " << f.detail);
+        DI_LOG(kCore, kDebug,
+               name_ << ": request " << f.request << " " << deepinfer::name(f.reason) << ": " << f.detail);
         if (hooks_.on_finished) hooks_.on_finished(f, clock_.now_s());
     }
 }
@@ -33,7 +34,8 @@ bool Instance::step() {
         StepPlan plan = scheduler_.schedule(clock_.now_s());
         report_rejections();
         if (!plan.empty()) {
-            DI_CHECK(executor_.caps().max_batch_tokens == 0 || plan.num_tokens() <= executor_.caps().max_batch_tokens,
+            DI_CHECK(executor_.caps().max_batch_tokens == 0 ||
+                         plan.num_tokens() <= executor_.caps().max_batch_tokens,
                      name_ << ": plan has " << plan.num_tokens() << " tokens, executor accepts "
                            << executor_.caps().max_batch_tokens);
             if (hooks_.on_launch) hooks_.on_launch(plan, clock_.now_s());
@@ -57,7 +59,8 @@ bool Instance::step() {
 void Instance::commit_oldest() {
     Inflight done = std::move(inflight_.front());
     inflight_.pop_front();
-    const StepOutcome outcome = executor_.wait(done.ticket);
+    executor_.wait_into(done.ticket, outcome_);
+    const StepOutcome& outcome = outcome_;
     DI_CHECK(outcome.step_id == done.plan.step_id,
              name_ << ": executor returned step " << outcome.step_id << " for " << done.plan.step_id);
     const double now = clock_.now_s();
@@ -85,7 +88,9 @@ void Instance::run_until_idle() {
         if (!step() && scheduler_.has_unfinished()) {
             // Nothing could be launched and nothing is in flight, yet requests remain: a scheduler
             // that can make no progress would spin forever.
-            DI_CHECK(false, name_ << ": scheduler has unfinished requests but planned nothing with nothing in flight");
+            DI_CHECK(
+                false,
+                name_ << ": scheduler has unfinished requests but planned nothing with nothing in flight");
         }
     }
     report_rejections();

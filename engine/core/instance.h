@@ -42,8 +42,8 @@ struct InstanceStats {
 class Instance {
 public:
     /// `balancer` may be null (no EPLB). The referenced objects must outlive the Instance.
-    Instance(std::string name, Executor& executor, Clock& clock, StepScheduler& scheduler, ExpertBalancer* balancer,
-             InstanceConfig config = {}, InstanceHooks hooks = {});
+    Instance(std::string name, Executor& executor, Clock& clock, StepScheduler& scheduler,
+             ExpertBalancer* balancer, InstanceConfig config = {}, InstanceHooks hooks = {});
 
     void add_request(Request request);
     /// One loop iteration. Returns false when it neither launched nor committed a step.
@@ -72,6 +72,8 @@ private:
     InstanceConfig config_;
     InstanceHooks hooks_;
     std::deque<Inflight> inflight_;
+    /// The outcome being committed, reused from step to step (Executor::wait_into).
+    StepOutcome outcome_;
     InstanceStats stats_;
 };
 

@@ -127,7 +127,8 @@ void Cluster::build_engine(Node& n) {
             .expert_bytes = copy_cost.expert_bytes,
             .dspark_acceptance = config_.acceptance.model == "dspark"
                                      ? std::optional<AcceptanceModelConfig>(config_.acceptance.dspark)
-                                     : std::nullopt},
+                                     : std::nullopt,
+            .pool = role == InstanceRole::kDecode ? pool_.get() : nullptr},
         cost_, *n.ep, acceptance_, rng_.fork(rng_name), [this, raw, epoch](const StepRecord& s) {
             if (raw->epoch == epoch) on_step(*raw, s);
         });
