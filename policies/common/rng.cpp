@@ -18,8 +18,6 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 
 __extension__ typedef unsigned __int128 uint128_t;
 
-std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
 double log_factorial(std::int64_t k) { return std::lgamma(static_cast<double>(k) + 1.0); }
 
 }  // namespace
@@ -47,18 +45,6 @@ Rng Rng::fork(std::string_view purpose) const { return Rng(mix64(seed_ ^ fnv1a64
 
 Rng Rng::fork(std::uint64_t label) const { return Rng(mix64(seed_ + 0x632be59bd9b4e019ULL * (label + 1))); }
 
-std::uint64_t Rng::next_u64() {
-    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
-    const std::uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return result;
-}
-
 std::uint64_t Rng::below(std::uint64_t n) {
     DI_CHECK(n > 0, "Rng::below(0)");
     uint128_t m = static_cast<uint128_t>(next_u64()) * n;
@@ -79,8 +65,6 @@ std::int64_t Rng::uniform_int(std::int64_t lo, std::int64_t hi) {
     if (span == 0) return static_cast<std::int64_t>(next_u64());  // the full 64-bit range
     return lo + static_cast<std::int64_t>(below(span));
 }
-
-double Rng::uniform01() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
 double Rng::uniform(double lo, double hi) { return lo + (hi - lo) * uniform01(); }
 

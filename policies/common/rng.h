@@ -47,9 +47,26 @@ public:
     std::uint64_t seed() const { return seed_; }
 
 private:
+    static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
     std::uint64_t seed_;
     std::uint64_t s_[4];
 };
+
+// Inline: the simulator draws several per sequence-step.
+inline std::uint64_t Rng::next_u64() {
+    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+}
+
+inline double Rng::uniform01() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
 /// Samples an index with probability proportional to its weight (Walker/Vose alias table).
 /// Construction O(n), sampling O(1). Weights must be finite, >= 0, and not all zero.

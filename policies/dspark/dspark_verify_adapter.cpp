@@ -91,8 +91,7 @@ AdapterStep make_adapter_step(const VerifyContext& ctx, std::span<const DraftCan
     s.ep_tokens = s.num_tokens * v.ep_tokens_per_token;
     // shape_with_verified recomputes the distinct experts from the pairs; this is the same formula.
     if (v.num_local_experts > 0) {
-        const double e = v.num_local_experts;
-        s.moe_experts_per_rank = e * (1.0 - std::pow(1.0 - 1.0 / e, s.moe_tokens_per_rank));
+        s.moe_experts_per_rank = distinct_local_experts(v.num_local_experts, s.moe_tokens_per_rank);
     } else if (model.top_k > 0) {
         s.moe_experts_per_rank =
             expected_distinct_experts(s.moe_tokens_per_rank / model.top_k, model.top_k, model.num_experts);

@@ -102,7 +102,24 @@ double expected_accepted_drafts(const SeqDrafts& d, std::int32_t verify_len) {
     return sum;
 }
 
+double distinct_local_experts(double num_experts, double pairs) {
+    return distinct_local_experts(num_experts, pairs, std::log1p(-1.0 / num_experts));
+}
+
+double distinct_local_experts(double num_experts, double pairs, double log_keep) {
+    // e · (1 − (1 − 1/e)^pairs), with the power as exp(pairs · log(1 − 1/e)): a caller that evaluates
+    // many pair counts for one e computes the log once. (With e = 1 the log is −inf: no pairs, none.)
+    if (!(pairs > 0)) return 0.0;
+    return num_experts * -std::expm1(pairs * log_keep);
+}
+
 StepShape shape_with_verified(const VerifyStep& step, double num_verified, const ModelShape& model) {
+    const double log_keep = step.num_local_experts > 0 ? std::log1p(-1.0 / step.num_local_experts) : 0.0;
+    return shape_with_verified(step, num_verified, model, log_keep);
+}
+
+StepShape shape_with_verified(const VerifyStep& step, double num_verified, const ModelShape& model,
+                              double log_keep) {
     StepShape s = step.other;
     const double t = std::max(0.0, num_verified);
     s.num_tokens = step.other.num_tokens + t;
@@ -113,8 +130,8 @@ StepShape shape_with_verified(const VerifyStep& step, double num_verified, const
     // NOTE: distinct experts are recomputed from the pairs even at t = 0, so that time(T) comes from
     // one formula for every T (a caller's own estimate in `other` would make time(0) inconsistent).
     if (step.num_local_experts > 0) {
-        const double e = step.num_local_experts;
-        s.moe_experts_per_rank = e * (1.0 - std::pow(1.0 - 1.0 / e, s.moe_tokens_per_rank));
+        s.moe_experts_per_rank =
+            distinct_local_experts(step.num_local_experts, s.moe_tokens_per_rank, log_keep);
     } else if (model.top_k > 0) {
         s.moe_experts_per_rank =
             expected_distinct_experts(s.moe_tokens_per_rank / model.top_k, model.top_k, model.num_experts);
@@ -227,10 +244,12 @@ void DynamicVerify::operator()(const VerifyInput& in, const CostModel& cost, Ver
 std::int32_t DynamicVerify::choose_total(const VerifyInput& in, const CostModel& cost, std::int32_t t_max,
                                          VerifyDecision& out) {
     time_s_.assign(static_cast<std::size_t>(t_max) + 1, -1.0);
+    const double log_keep =
+        in.step.num_local_experts > 0 ? std::log1p(-1.0 / in.step.num_local_experts) : 0.0;
     auto time_at = [&](std::int32_t t) {
         double& slot = time_s_[static_cast<std::size_t>(t)];
         if (slot < 0) {
-            slot = cost.step_time_s(shape_with_verified(in.step, t, cost.model()));
+            slot = cost.step_time_s(shape_with_verified(in.step, t, cost.model(), log_keep));
             DI_CHECK(slot > 0, "predicted step time " << slot << " s for " << t << " verified tokens");
             ++out.num_time_evals;
         }

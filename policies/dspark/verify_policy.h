@@ -87,6 +87,15 @@ double expected_accepted_drafts(const SeqDrafts& d, std::int32_t verify_len);
 
 /// The step's shape with `num_verified` draft tokens added (see VerifyStep).
 StepShape shape_with_verified(const VerifyStep& step, double num_verified, const ModelShape& model);
+/// Same, with log(1 − 1/step.num_local_experts) given (0 when num_local_experts is 0): the dynamic
+/// policy evaluates many totals for one step.
+StepShape shape_with_verified(const VerifyStep& step, double num_verified, const ModelShape& model,
+                              double log_keep);
+
+/// Expected distinct experts hit among `num_experts` local ones by `pairs` token-expert pairs drawn
+/// uniformly: e · (1 − (1 − 1/e)^pairs). `log_keep` = log(1 − 1/e) when the caller has it.
+double distinct_local_experts(double num_experts, double pairs);
+double distinct_local_experts(double num_experts, double pairs, double log_keep);
 
 /// A decode-only step of `num_seqs` sequences at mean position `context` with EP1: one token per
 /// sequence, each sequence sampling, base_tokens = num_seqs.

@@ -1,7 +1,9 @@
 // Router implementation: score every (instance, rank) of the needed role, take the cheapest.
 #include "policies/router/router.h"
 
+#include <algorithm>
 #include <tuple>
+#include <vector>
 
 namespace deepinfer {
 
@@ -41,6 +43,48 @@ std::tuple<RouteTarget, double> pick(std::span<const InstanceLoad> instances, In
     }
     return {RouteTarget{}, 0.0};
 }
+
+/// pick() for costs known to be at least `lower_bound(inst, rank)` (cheap) while `cost` is dear:
+/// ranks are scored in increasing bound order and the scan stops at the first bound above the best
+/// cost found. Same result as pick(), ties included (a rank whose bound equals the best cost is
+/// still scored).
+template <class CostFn, class BoundFn, class EligibleFn>
+std::tuple<RouteTarget, double> pick_bounded(std::span<const InstanceLoad> instances, InstanceRole role,
+                                             CostFn cost, BoundFn lower_bound, EligibleFn is_eligible) {
+    struct Candidate {
+        double bound;
+        RouteTarget target;
+        const InstanceLoad* inst;
+    };
+    std::vector<Candidate> candidates;
+    for (int pass = 0; pass < 2; ++pass) {
+        candidates.clear();
+        for (const InstanceLoad& inst : instances) {
+            if (inst.role != role || !inst.accepting) continue;
+            for (std::size_t r = 0; r < inst.ranks.size(); ++r) {
+                if (pass == 0 && !is_eligible(inst.ranks[r])) continue;
+                const auto rank = static_cast<std::int32_t>(r);
+                candidates.push_back(
+                    Candidate{lower_bound(inst, rank), RouteTarget{inst.instance, rank}, &inst});
+            }
+        }
+        std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+            return a.bound < b.bound || (a.bound == b.bound && a.target < b.target);
+        });
+        RouteTarget best;
+        double best_cost = 0.0;
+        for (const Candidate& c : candidates) {
+            if (best.valid() && c.bound > best_cost) break;
+            const double v = cost(*c.inst, c.target.dp_rank);
+            if (!best.valid() || v < best_cost || (v == best_cost && c.target < best)) {
+                best = c.target;
+                best_cost = v;
+            }
+        }
+        if (best.valid()) return {best, best_cost};
+    }
+    return {RouteTarget{}, 0.0};
+}
 }  // namespace
 
 RouteDecision Router::route(const Request& request, std::span<const InstanceLoad> instances,
@@ -54,7 +98,14 @@ RouteDecision Router::route(const Request& request, std::span<const InstanceLoad
                load_cost(inst.ranks[static_cast<std::size_t>(rank)]);
     };
     auto ok = [&](const DpRankLoad& l) { return eligible(l); };
-    const auto [target, c] = pick(instances, role, cost, ok);
+    // The prefix match is the dear part of a rank's cost; with every prompt token cached the cost is
+    // the load cost alone, which bounds it from below (uncached_token_weight >= 0).
+    auto bound = [&](const InstanceLoad& inst, std::int32_t rank) {
+        return load_cost(inst.ranks[static_cast<std::size_t>(rank)]);
+    };
+    const auto [target, c] = prefix_match && config_.uncached_token_weight >= 0
+                                 ? pick_bounded(instances, role, cost, bound, ok)
+                                 : pick(instances, role, cost, ok);
     RouteDecision d;
     d.prefill = target;
     d.cost = c;
