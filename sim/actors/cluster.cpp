@@ -613,7 +613,6 @@ void Cluster::instance_loop(Node& node) {
 }
 
 void Cluster::transfer_loop(Node& node) {
-    const double fixed_bytes = roofline::kv_bytes_per_sequence_fixed();
     for (;;) {
         if (stop_ || done_) break;
         if (node.outbox.empty()) {
@@ -640,7 +639,9 @@ void Cluster::transfer_loop(Node& node) {
         std::size_t best = 0;
         std::int32_t dst_rank = -1;
         std::size_t src_gpu = slot % node.hosts.gpus.size();
-        double bytes = kv_tokens * roofline::kv_bytes_per_token() + fixed_bytes;
+        // The KV shape follows the top-level model (sim_config_json.cpp) with either scheduler.
+        const KvPoolConfig& kv = config_.decode.full_config.kv;
+        const double bytes = Router::make_handoff({}, {}, kv_tokens, kv.shape, kv.block_tokens).num_bytes;
         if (decode_.front()->group != nullptr) {
             // The policies Router picks the decode instance and DP rank (load aware).
             const RouteTarget t = router_.choose_decode(loads(decode_));
@@ -648,8 +649,6 @@ void Cluster::transfer_loop(Node& node) {
             best = static_cast<std::size_t>(t.instance);
             dst_rank = t.dp_rank;
             decode_[best]->rank_pending_tokens[static_cast<std::size_t>(dst_rank)] += 1;
-            const KvPoolConfig& kv = config_.decode.full_config.kv;
-            bytes = Router::make_handoff({}, t, kv_tokens, kv.shape, kv.block_tokens).num_bytes;
             if (rec->prefill_rank >= 0)
                 src_gpu = static_cast<std::size_t>(rec->prefill_rank) % node.hosts.gpus.size();
         } else {

@@ -87,6 +87,25 @@ json write_traffic(const TrafficConfig& t) {
             {"max_context_tokens", t.max_context_tokens}};
 }
 
+/// Keys of a full scheduler_config that the simulator sets itself: given, they would be silently
+/// replaced, so they are errors that say where the value comes from.
+void reject_sim_owned_keys(const JsonReader& sc) {
+    if (sc.has("dp_rank"))
+        sc.at("dp_rank").fail("no dp_rank (the simulator numbers each instance's DP ranks)");
+    const auto pc = sc.find("prefix_cache");
+    if (!pc) return;
+    if (pc->has("store"))
+        pc->at("store").fail("no prefix_cache.store (the shared store is platform.kv_store)");
+    if (pc->has("store_ttl_s"))
+        pc->at("store_ttl_s").fail("no prefix_cache.store_ttl_s (store TTLs are platform.kv_store.ttl_s)");
+    if (const auto host = pc->find("host"))
+        for (const char* key : {"read_gb_per_s", "write_gb_per_s"})
+            if (host->has(key))
+                host->at(key).fail(
+                    "no host tier rate (host transfers are SimGrid flows at "
+                    "platform.host_memory.bandwidth_GBps)");
+}
+
 InstanceGroupConfig read_group(const JsonReader& r, InstanceGroupConfig g, const ModelShape& model) {
     r.allow_keys({"instances", "gpus_per_instance", "ep_size", "redundant_experts_per_gpu", "scheduler",
                   "scheduler_config", "eplb", "eplb_window_steps", "eplb_period_steps", "hbm_gib_per_gpu",
@@ -108,6 +127,7 @@ InstanceGroupConfig read_group(const JsonReader& r, InstanceGroupConfig g, const
     bool kv_model_given = false;
     if (auto s = r.find("scheduler_config")) {
         if (g.scheduler == "full") {
+            reject_sim_owned_keys(*s);
             g.full_config = scheduler_config_from_json(*s);
             const auto kv = s->find("kv");
             g.kv_capacity_given = kv && kv->has("capacity_gib");
@@ -374,7 +394,12 @@ SimConfig sim_config_from_json(const JsonReader& r) {
             a.fail(expected + " (mean_accepted_length " + std::to_string(d.mean_accepted_length) + ")");
         }
     });
-    read_opt(r, "router", [&](const JsonReader& rt) { c.router = router_config_from_json(rt); });
+    read_opt(r, "router", [&](const JsonReader& rt) {
+        if (rt.has("disaggregated"))
+            rt.at("disaggregated")
+                .fail("no router.disaggregated (the simulator always disaggregates prefill and decode)");
+        c.router = router_config_from_json(rt);
+    });
     c.router.disaggregated = true;
     const JsonReader w = r.at("workload").expect_object();
     w.allow_keys({"duration_s", "warmup_s", "drain_limit_s", "traffic", "trace_file"});

@@ -233,6 +233,25 @@ TEST_CASE("simulate: bad configs fail with one line naming file and field", "[si
                       out) == 1);
         CHECK(out.find("small_config.json: /acceptance/mean_accepted_length") != std::string::npos);
     }
+    SECTION("keys the simulator sets itself") {
+        const fs::path full = kSource / "tests/golden/sim/small_full_config.json";
+        const std::pair<const char*, const char*> cases[] = {
+            {"decode.scheduler_config.dp_rank=3", "/decode/scheduler_config/dp_rank"},
+            {"prefill.scheduler_config.prefix_cache.store_ttl_s.chat=60",
+             "/prefill/scheduler_config/prefix_cache/store_ttl_s"},
+            {"prefill.scheduler_config.prefix_cache.store.capacity_gib=1",
+             "/prefill/scheduler_config/prefix_cache/store"},
+            {"prefill.scheduler_config.prefix_cache.host.read_gb_per_s=10",
+             "/prefill/scheduler_config/prefix_cache/host/read_gb_per_s"},
+            {"router.disaggregated=false", "/router/disaggregated"}};
+        for (const auto& [set, pointer] : cases) {
+            INFO(set);
+            CHECK(run_cli("--config " + full.string() + " --set " + set + " --out " + dir.string(), out) ==
+                  1);
+            CHECK(out.find(std::string("small_full_config.json: ") + pointer) != std::string::npos);
+            CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+        }
+    }
     SECTION("missing profile") {
         CHECK(run_cli("--config " + kSmall.string() + " --set profile=no-such-profile --out " + dir.string(),
                       out) == 1);
