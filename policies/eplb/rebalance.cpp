@@ -167,6 +167,24 @@ std::vector<double> gpu_loads(const LayerPlacement& layer, std::span<const doubl
     return out;
 }
 
+LayerPlacement resplit_layer(const LayerPlacement& layer, std::span<const double> loads,
+                             const PlacementOptions& o) {
+    if (o.split != SplitMode::kWeighted) return layer;
+    const std::vector<std::int32_t> counts = replica_counts(layer, static_cast<std::int32_t>(loads.size()));
+    eplb_detail::FlatSolution sol;
+    sol.expert.reserve(layer.phy2log.size());
+    sol.share.reserve(layer.phy2log.size());
+    for (std::size_t s = 0; s < layer.phy2log.size(); ++s) {
+        const std::int32_t e = layer.phy2log[s].value();
+        sol.expert.push_back(e);
+        sol.share.push_back(layer.replica_share.empty() ? 1.0 / counts[ix(e)] : layer.replica_share[s]);
+    }
+    eplb_detail::water_fill(loads, o.num_gpus, sol, o.max_split_sweeps, o.split_spread);
+    LayerPlacement out = layer;
+    out.replica_share = std::move(sol.share);
+    return out;
+}
+
 LayerBalance measure_balance(const LayerPlacement& layer, std::span<const double> loads,
                              std::int32_t num_gpus) {
     const auto per_gpu = gpu_loads(layer, loads, num_gpus);

@@ -104,6 +104,12 @@ void check_placement_options(const PlacementOptions& options, std::int32_t num_e
 /// The placement for every layer of `loads`. Deterministic (ties by expert id, then GPU id).
 PlacementResult compute_placement(const LoadMatrix& loads, const PlacementOptions& options);
 
+/// `layer`'s slots unchanged (no weight copies) with the router split re-balanced for `loads` (one
+/// layer's expert loads) by `options`' water-filling (weighted split); with the uniform split the
+/// layer is returned as it is.
+LayerPlacement resplit_layer(const LayerPlacement& layer, std::span<const double> loads,
+                             const PlacementOptions& options);
+
 /// Tokens on each GPU when `layer` serves `loads` (one layer's expert loads), with its replica_share
 /// (uniform when empty).
 std::vector<double> gpu_loads(const LayerPlacement& layer, std::span<const double> loads,

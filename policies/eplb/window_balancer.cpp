@@ -85,21 +85,47 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
     const LoadMatrix predicted = predictor_.predict();
     const PlacementResult next = compute_placement(predicted, config_.placement);
     ExpertPlacement aligned = align_to_previous(current_, next.placement);
+    const bool cost_rule =
+        config_.expert_bytes > 0 && config_.copy_bytes_per_s > 0.0 && config_.s_per_token > 0.0;
+    std::vector<double> new_max(next.layers.size());
+    for (std::size_t l = 0; l < next.layers.size(); ++l) new_max[l] = next.layers[l].max_gpu_load;
+    if (cost_rule) {
+        // Per layer: the new placement only where its gain pays for that layer's copies; elsewhere the
+        // layer keeps its slots and only the router split is re-balanced (weighted split), which
+        // copies nothing. The chosen layers' copies cost at most the sum of their own costs, so the
+        // whole re-placement still passes the rule below.
+        for (std::size_t l = 0; l < aligned.layers.size(); ++l) {
+            const auto w = predicted.layer(static_cast<std::int32_t>(l));
+            LayerPlacement keep = resplit_layer(current_.layers[l], w, config_.placement);
+            const double keep_max = measure_balance(keep, w, current_.num_gpus).max_gpu_load;
+            ExpertPlacement from{
+                current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {current_.layers[l]}};
+            ExpertPlacement to{
+                current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {aligned.layers[l]}};
+            const double copy_s =
+                static_cast<double>(plan_moves(from, to, config_.expert_bytes).max_bytes_into_gpu) /
+                config_.copy_bytes_per_s;
+            const double gain_s = (keep_max - new_max[l]) * config_.s_per_token * config_.period_steps;
+            if (gain_s <= copy_s) {
+                aligned.layers[l] = std::move(keep);
+                new_max[l] = keep_max;
+                ++stats_.num_layers_kept;
+            }
+        }
+    }
     MovePlan moves = plan_moves(current_, aligned, config_.expert_bytes);
     double gain_tokens = 0.0;
     for (std::int32_t l = 0; l < predicted.num_layers; ++l) {
         const auto w = predicted.layer(l);
         gain_tokens +=
             measure_balance(current_.layers[static_cast<std::size_t>(l)], w, current_.num_gpus).max_gpu_load -
-            next.layers[static_cast<std::size_t>(l)].max_gpu_load;
+            new_max[static_cast<std::size_t>(l)];
     }
     stats_.last_gain_s = gain_tokens * config_.s_per_token * config_.period_steps;
     stats_.last_cost_s = config_.copy_bytes_per_s > 0.0
                              ? static_cast<double>(moves.max_bytes_into_gpu) / config_.copy_bytes_per_s
                              : 0.0;
     if (moves.empty() && aligned.layers == current_.layers) return std::nullopt;  // nothing changes
-    const bool cost_rule =
-        config_.expert_bytes > 0 && config_.copy_bytes_per_s > 0.0 && config_.s_per_token > 0.0;
     if (cost_rule && stats_.last_gain_s < stats_.last_cost_s) {
         ++stats_.num_skipped;
         return std::nullopt;

@@ -101,28 +101,50 @@ TEST_CASE("WindowBalancer: a re-placement spreads the hot expert and reports its
     CHECK(apply_moves(start, bal.last_moves()).layers[1].phy2log == placed->layers[1].phy2log);
 }
 
-TEST_CASE("WindowBalancer: a re-placement whose gain does not pay for its copies is skipped",
+TEST_CASE("WindowBalancer: a layer whose gain does not pay for its copies keeps its slots",
           "[policies][eplb]") {
     auto c = config(4, 4);
     c.expert_bytes = 1'000'000'000;
     c.copy_bytes_per_s = 1e9;  // one expert copy: 1 s
     c.s_per_token = 1e-9;      // the gain is tiny next to that
-    WindowBalancer b(c, three_slot_start());
-    for (std::int64_t step = 0; step < 4; ++step) {
-        b.observe(step, sample(3, 1000));
-        CHECK_FALSE(b.maybe_replace(step).has_value());
+    const ExpertPlacement start = three_slot_start();
+    SECTION("weighted split: only the router split is re-balanced, nothing is copied") {
+        WindowBalancer b(c, start);
+        std::optional<ExpertPlacement> placed;
+        for (std::int64_t step = 0; step < 4; ++step) {
+            b.observe(step, sample(3, 1000));
+            if (auto p = b.maybe_replace(step)) placed = std::move(p);
+        }
+        CHECK(b.stats().num_layers_kept == 2);
+        CHECK(b.last_moves().empty());
+        CHECK(b.stats().last_cost_s == 0.0);
+        for (std::size_t l = 0; l < start.layers.size(); ++l)
+            CHECK(b.current().layers[l].phy2log == start.layers[l].phy2log);
+        if (placed) CHECK(placed->layers[0].phy2log == start.layers[0].phy2log);
     }
-    CHECK(b.stats().num_skipped == 1);
-    CHECK(b.stats().last_cost_s > b.stats().last_gain_s);
-    c.s_per_token = 1.0;  // now every token-step is worth a second
-    WindowBalancer eager(c, three_slot_start());
-    std::optional<ExpertPlacement> placed;
-    for (std::int64_t step = 0; step < 4; ++step) {
-        eager.observe(step, sample(3, 1000));
-        placed = eager.maybe_replace(step);
+    SECTION("uniform split: the layers stay as they are, no re-placement") {
+        c.placement.split = SplitMode::kUniform;
+        WindowBalancer b(c, start);
+        for (std::int64_t step = 0; step < 4; ++step) {
+            b.observe(step, sample(3, 1000));
+            CHECK_FALSE(b.maybe_replace(step).has_value());
+        }
+        CHECK(b.stats().num_layers_kept == 2);
+        CHECK(b.stats().num_replacements == 0);
     }
-    CHECK(placed.has_value());
-    CHECK(eager.stats().num_replacements == 1);
+    SECTION("every token-step worth a second: the layers move") {
+        c.s_per_token = 1.0;
+        WindowBalancer eager(c, start);
+        std::optional<ExpertPlacement> placed;
+        for (std::int64_t step = 0; step < 4; ++step) {
+            eager.observe(step, sample(3, 1000));
+            placed = eager.maybe_replace(step);
+        }
+        CHECK(placed.has_value());
+        CHECK(eager.stats().num_replacements == 1);
+        CHECK(eager.stats().num_layers_kept == 0);
+        CHECK_FALSE(eager.last_moves().empty());
+    }
 }
 
 TEST_CASE("LoadPredictor: EMA and Holt follow a drifting load better than the last window",
