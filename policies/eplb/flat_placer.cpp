@@ -44,6 +44,9 @@ public:
     }
 
     void assign(const std::vector<std::int32_t>& counts);
+    /// Takes `experts` (one per slot, GPU-major, every slot filled) as the assignment; replica counts
+    /// are those of `experts`.
+    void seed(std::span<const std::int32_t> experts);
     void swap_search(std::int32_t max_rounds);
     void hedge_search(std::int32_t reach, double min_pair, double cap, std::int32_t max_rounds);
     double max_load() const { return gpu_load_[ix(most_loaded_gpu())]; }
@@ -146,6 +149,18 @@ void FlatPlacer::assign(const std::vector<std::int32_t>& counts) {
                 repair_and_put(e);
         }
     }
+}
+
+void FlatPlacer::seed(std::span<const std::int32_t> experts) {
+    DI_CHECK(experts.size() == expert_.size(),
+             "seed of " << experts.size() << " slots for " << expert_.size());
+    counts_.assign(ix(num_experts_), 0);
+    for (std::int32_t e : experts) {
+        DI_CHECK(e >= 0 && e < num_experts_, "expert " << e << " of " << num_experts_);
+        ++counts_[ix(e)];
+    }
+    for (std::int32_t g = 0; g < num_gpus_; ++g)
+        for (std::int32_t k = 0; k < slots_; ++k) put(g, experts[ix(g * slots_ + k)]);
 }
 
 std::int32_t FlatPlacer::most_loaded_gpu() const {
@@ -528,6 +543,40 @@ double max_load_lower_bound_flat(std::span<const double> loads, std::int32_t num
     double per_replica = 0.0;
     for (std::size_t e = 0; e < loads.size(); ++e) per_replica = std::max(per_replica, loads[e] / counts[e]);
     return std::max(total / num_gpus, per_replica);
+}
+
+std::vector<FlatSolution> improve_flat(std::span<const double> loads, std::int32_t num_gpus,
+                                       std::span<const std::int32_t> start,
+                                       std::span<const double> start_share, Split split,
+                                       const FlatLimits& limits, std::span<const std::int32_t> swap_budgets) {
+    const auto slots_per_gpu = static_cast<std::int32_t>(start.size()) / num_gpus;
+    FlatPlacer placer(loads, num_gpus, slots_per_gpu);
+    placer.seed(start);
+    std::vector<FlatSolution> out;
+    std::int32_t done = 0;
+    for (const std::int32_t budget : swap_budgets) {
+        DI_CHECK(budget >= done, "swap budgets must not decrease: " << budget << " after " << done);
+        placer.swap_search(budget - done);
+        done = budget;
+        FlatSolution sol = placer.solution();
+        if (!out.empty() && sol.expert == out.back().expert) break;  // the search stopped early
+        if (split == Split::kWeighted) {
+            if (start_share.size() == start.size()) {
+                // Warm start: a slot whose expert did not move keeps its share, then each expert's
+                // shares are scaled to sum to 1 (the water-filling then needs few sweeps).
+                std::vector<double> sum(loads.size(), 0.0);
+                for (std::size_t s = 0; s < sol.expert.size(); ++s) {
+                    if (sol.expert[s] == start[s]) sol.share[s] = start_share[s];
+                    sum[ix(sol.expert[s])] += sol.share[s];
+                }
+                for (std::size_t s = 0; s < sol.expert.size(); ++s)
+                    if (sum[ix(sol.expert[s])] > 0.0) sol.share[s] /= sum[ix(sol.expert[s])];
+            }
+            water_fill(loads, num_gpus, sol, limits.max_split_sweeps, limits.split_spread);
+        }
+        out.push_back(std::move(sol));
+    }
+    return out;
 }
 
 FlatSolution place_flat(std::span<const double> loads, std::int32_t num_gpus, std::int32_t slots_per_gpu,

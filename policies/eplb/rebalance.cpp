@@ -185,6 +185,24 @@ LayerPlacement resplit_layer(const LayerPlacement& layer, std::span<const double
     return out;
 }
 
+std::vector<LayerPlacement> improve_layer(const LayerPlacement& layer, std::span<const double> loads,
+                                          const PlacementOptions& o,
+                                          std::span<const std::int32_t> swap_budgets) {
+    std::vector<std::int32_t> start;
+    start.reserve(layer.phy2log.size());
+    for (const LogicalExpertId e : layer.phy2log) start.push_back(e.value());
+    std::vector<LayerPlacement> out;
+    for (auto& sol : eplb_detail::improve_flat(loads, o.num_gpus, start, layer.replica_share,
+                                               split_of(o.split), limits_of(o), swap_budgets)) {
+        LayerPlacement p;
+        p.phy2log.reserve(sol.expert.size());
+        for (std::int32_t e : sol.expert) p.phy2log.emplace_back(e);
+        p.replica_share = std::move(sol.share);
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
 LayerBalance measure_balance(const LayerPlacement& layer, std::span<const double> loads,
                              std::int32_t num_gpus) {
     const auto per_gpu = gpu_loads(layer, loads, num_gpus);

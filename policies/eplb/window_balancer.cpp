@@ -1,10 +1,15 @@
 // WindowBalancer: bucketed sliding window of expert loads, prediction, periodic re-placement.
 #include "policies/eplb/window_balancer.h"
 
+#include <array>
+
 #include "policies/common/check.h"
 
 namespace deepinfer {
 namespace {
+
+/// Swap budgets of the move-aware candidates of a layer.
+constexpr std::array<std::int32_t, 6> kSwapBudgets{1, 2, 4, 8, 16, 32};
 
 [[noreturn]] void bad(const std::string& name, const std::string& expected, std::int64_t got) {
     throw ConfigError("eplb options", name, expected, std::to_string(got));
@@ -90,27 +95,46 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
     std::vector<double> new_max(next.layers.size());
     for (std::size_t l = 0; l < next.layers.size(); ++l) new_max[l] = next.layers[l].max_gpu_load;
     if (cost_rule) {
-        // Per layer: the new placement only where its gain pays for that layer's copies; elsewhere the
-        // layer keeps its slots and only the router split is re-balanced (weighted split), which
-        // copies nothing. The chosen layers' copies cost at most the sum of their own costs, so the
-        // whole re-placement still passes the rule below.
+        // Per layer, the candidate that saves the most time over the period net of its own copies:
+        // keep the slots and re-balance only the router split (no copies), a few swaps from the
+        // current slots (flat placements; two copies per swap), or the new placement. The chosen
+        // layers' copies cost at most the sum of their own costs, so the whole re-placement still
+        // passes the rule below.
+        const double per_token_s = config_.s_per_token * config_.period_steps;
         for (std::size_t l = 0; l < aligned.layers.size(); ++l) {
             const auto w = predicted.layer(static_cast<std::int32_t>(l));
-            LayerPlacement keep = resplit_layer(current_.layers[l], w, config_.placement);
-            const double keep_max = measure_balance(keep, w, current_.num_gpus).max_gpu_load;
-            ExpertPlacement from{
-                current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {current_.layers[l]}};
-            ExpertPlacement to{
-                current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {aligned.layers[l]}};
-            const double copy_s =
-                static_cast<double>(plan_moves(from, to, config_.expert_bytes).max_bytes_into_gpu) /
-                config_.copy_bytes_per_s;
-            const double gain_s = (keep_max - new_max[l]) * config_.s_per_token * config_.period_steps;
-            if (gain_s <= copy_s) {
-                aligned.layers[l] = std::move(keep);
-                new_max[l] = keep_max;
-                ++stats_.num_layers_kept;
-            }
+            const LayerPlacement& now = current_.layers[l];
+            auto copy_s = [&](const LayerPlacement& to) {
+                const ExpertPlacement a{
+                    current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {now}};
+                const ExpertPlacement b{
+                    current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {to}};
+                return static_cast<double>(plan_moves(a, b, config_.expert_bytes).max_bytes_into_gpu) /
+                       config_.copy_bytes_per_s;
+            };
+            LayerPlacement best = resplit_layer(now, w, config_.placement);
+            double best_max = measure_balance(best, w, current_.num_gpus).max_gpu_load;
+            double best_value = -best_max * per_token_s;
+            enum class Kind { kKept, kSwapped, kNew } best_kind = Kind::kKept;
+            auto consider = [&](LayerPlacement cand, double cand_max, Kind kind) {
+                const double value = -cand_max * per_token_s - copy_s(cand);
+                if (value > best_value) {
+                    best = std::move(cand);
+                    best_max = cand_max;
+                    best_value = value;
+                    best_kind = kind;
+                }
+            };
+            if (!config_.placement.hierarchical)
+                for (LayerPlacement& cand : improve_layer(now, w, config_.placement, kSwapBudgets)) {
+                    const double cand_max = measure_balance(cand, w, current_.num_gpus).max_gpu_load;
+                    consider(std::move(cand), cand_max, Kind::kSwapped);
+                }
+            consider(aligned.layers[l], new_max[l], Kind::kNew);
+            if (best_kind == Kind::kKept) ++stats_.num_layers_kept;
+            if (best_kind == Kind::kSwapped) ++stats_.num_layers_swapped;
+            aligned.layers[l] = std::move(best);
+            new_max[l] = best_max;
         }
     }
     MovePlan moves = plan_moves(current_, aligned, config_.expert_bytes);

@@ -24,11 +24,12 @@ struct BalancerConfig {
     std::int32_t num_buckets = 10;
     PlacementOptions placement;
     PredictorConfig predictor;
-    /// Cost rule, per layer then whole: a layer takes its new slots only when
-    ///   (kept - new max GPU load, tokens/step) * s_per_token * period_steps
-    /// exceeds its own copies' time (max bytes into one GPU / copy_bytes_per_s); otherwise it keeps
-    /// its slots and only its router split is re-balanced for the predicted loads (weighted split),
-    /// which copies nothing. Then the re-placement is skipped when gain_s < cost_s, where
+    /// Cost rule, per layer then whole. Per layer the candidate with the largest
+    ///   (old - candidate max GPU load, tokens/step) * s_per_token * period_steps - its copies' time
+    /// (max bytes into one GPU / copy_bytes_per_s) wins among: keeping the slots with only the
+    /// router split re-balanced for the predicted loads (weighted split; no copies), 1, 2, 4, ... 32
+    /// swaps from the current slots (flat placements; improve_layer), and the new placement. Then the
+    /// re-placement is skipped when gain_s < cost_s, where
     ///   gain_s = sum over layers of (old - chosen max GPU load) * s_per_token * period_steps
     ///   cost_s = max bytes copied into one GPU / copy_bytes_per_s.
     /// Disabled when any of the three is 0 (every layer then takes its new slots).
@@ -44,9 +45,10 @@ struct BalancerStats {
     std::int64_t num_replacements = 0;
     /// Decisions where the gain did not pay for the copies.
     std::int64_t num_skipped = 0;
-    /// Layers kept on their slots (only their router split re-balanced) because moving them did not
-    /// pay for their copies (cost rule on), summed over decisions.
+    /// Cost rule on, summed over decisions: layers kept on their slots (only their router split
+    /// re-balanced) and layers changed by a few swaps instead of taking the new placement.
     std::int64_t num_layers_kept = 0;
+    std::int64_t num_layers_swapped = 0;
     double last_gain_s = 0.0;
     double last_cost_s = 0.0;
 };

@@ -153,3 +153,38 @@ TEST_CASE("EPLB: a layer without load still gets a valid placement", "[policies]
     CHECK(r.layers[0].imbalance() == 1.0);
     CHECK(r.layers[1].max_gpu_load == Approx(5.0 / 4.0));
 }
+
+TEST_CASE("EPLB: improve_layer lowers the max GPU load with few copies and keeps replica counts",
+          "[policies][eplb]") {
+    // Place for one load, then the popularity drifts (another seed): a few swaps from the old slots
+    // recover balance, each swap changing two slots.
+    const auto split = GENERATE(SplitMode::kWeighted, SplitMode::kUniform);
+    const PlacementOptions o{.num_gpus = 16, .num_nodes = 1, .redundant_per_gpu = 1, .split = split};
+    const auto before = synthetic(SyntheticLoadSpec::Shape::kZipf, 0.8, 1, 64, 1);
+    const auto after = synthetic(SyntheticLoadSpec::Shape::kZipf, 0.8, 1, 64, 2);
+    const LayerPlacement old_layer = compute_placement(before, o).placement.layers.front();
+    const auto w = after.layer(0);
+    const LayerPlacement stale = resplit_layer(old_layer, w, o);
+    CHECK(stale.phy2log == old_layer.phy2log);  // a re-split moves nothing
+    double prev_max = measure_balance(stale, w, o.num_gpus).max_gpu_load;
+    const double start_max = prev_max;
+    const std::vector<std::int32_t> budgets{1, 2, 4, 8};
+    const std::vector<LayerPlacement> better = improve_layer(old_layer, w, o, budgets);
+    REQUIRE(!better.empty());
+    for (std::size_t i = 0; i < better.size(); ++i) {
+        const std::int32_t swaps = budgets[i];
+        INFO("swaps " << swaps);
+        ExpertPlacement check{
+            .num_gpus = 16, .num_nodes = 1, .num_logical_experts = 64, .layers = {better[i]}};
+        REQUIRE(check.validate().empty());
+        CHECK(replica_counts(better[i], 64) == replica_counts(old_layer, 64));
+        std::int32_t changed = 0;
+        for (std::size_t s = 0; s < better[i].phy2log.size(); ++s)
+            changed += better[i].phy2log[s] != old_layer.phy2log[s];
+        CHECK(changed <= 2 * swaps);
+        const double m = measure_balance(better[i], w, o.num_gpus).max_gpu_load;
+        CHECK(m <= prev_max * (1.0 + 1e-12));
+        prev_max = m;
+    }
+    CHECK(prev_max < start_max);
+}
