@@ -133,6 +133,7 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
             consider(aligned.layers[l], new_max[l], Kind::kNew);
             if (best_kind == Kind::kKept) ++stats_.num_layers_kept;
             if (best_kind == Kind::kSwapped) ++stats_.num_layers_swapped;
+            if (best_kind == Kind::kNew) ++stats_.num_layers_new;
             aligned.layers[l] = std::move(best);
             new_max[l] = best_max;
         }

@@ -49,6 +49,8 @@ struct BalancerStats {
     /// re-balanced) and layers changed by a few swaps instead of taking the new placement.
     std::int64_t num_layers_kept = 0;
     std::int64_t num_layers_swapped = 0;
+    /// ... and layers that took the freshly computed placement.
+    std::int64_t num_layers_new = 0;
     double last_gain_s = 0.0;
     double last_cost_s = 0.0;
 };

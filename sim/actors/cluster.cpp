@@ -8,6 +8,7 @@
 #include "policies/common/check.h"
 #include "policies/common/units.h"
 #include "policies/cost/roofline.h"
+#include "policies/eplb/window_balancer.h"
 #include "policies/kv/kv_model_shape.h"
 #include "sim/policy_factory.h"
 
@@ -707,18 +708,23 @@ void Cluster::transfer_loop(Node& node) {
 }
 
 void Cluster::finish() {
-    auto add_moves = [this](const ExpertMoveStats& s) {
+    auto add_moves = [this](const ExpertMoveStats& s, const ExpertBalancer* b) {
         metrics_.expert_moves.applied += s.applied;
         metrics_.expert_moves.bytes += s.bytes;
         metrics_.expert_moves.copy_s += s.copy_s;
+        if (const auto* w = dynamic_cast<const WindowBalancer*>(b)) {
+            metrics_.eplb_layers_kept += w->stats().num_layers_kept;
+            metrics_.eplb_layers_swapped += w->stats().num_layers_swapped;
+            metrics_.eplb_layers_new += w->stats().num_layers_new;
+        }
     };
     for (auto* group : {&prefill_, &decode_})
         for (auto& n : *group) {
             metrics_.num_placements += n->instance->stats().num_placements;
-            add_moves(n->executor->move_stats());
+            add_moves(n->executor->move_stats(), n->balancer.get());
             for (const Node::Retired& r : n->retired) {
                 metrics_.num_placements += r.instance->stats().num_placements;
-                add_moves(r.executor->move_stats());
+                add_moves(r.executor->move_stats(), r.balancer.get());
             }
             if (n->down) metrics_.faults.instance_down_s += sg::now_s() - n->down_since_s;
         }

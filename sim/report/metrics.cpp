@@ -153,7 +153,9 @@ json make_summary(const SimConfig& c, const RunMetrics& m) {
         {"copied_GB", m.expert_moves.bytes / 1e9},
         {"mean_copy_s", m.expert_moves.applied > 0
                             ? m.expert_moves.copy_s / static_cast<double>(m.expert_moves.applied)
-                            : 0.0}};
+                            : 0.0},
+        {"layers",
+         {{"kept", m.eplb_layers_kept}, {"swapped", m.eplb_layers_swapped}, {"new", m.eplb_layers_new}}}};
     s["kv_handoff"] = {{"count", m.num_handoffs},
                        {"mean_bytes", m.num_handoffs ? m.handoff_bytes / m.num_handoffs : 0.0},
                        {"mean_time_s", m.num_handoffs ? m.handoff_time_s / m.num_handoffs : 0.0}};

@@ -64,6 +64,11 @@ struct RunMetrics {
     std::int64_t num_placements = 0;
     /// Re-placements in effect and their weight copies (SimGrid transfers between an instance's GPUs).
     ExpertMoveStats expert_moves;
+    /// WindowBalancer decisions per layer with the cost rule on: kept slots (split re-balanced),
+    /// a few swaps, the new placement (summed over instances).
+    std::int64_t eplb_layers_kept = 0;
+    std::int64_t eplb_layers_swapped = 0;
+    std::int64_t eplb_layers_new = 0;
     double handoff_bytes = 0;
     double handoff_time_s = 0;
     /// The full Scheduler ran (prefix cache, speculative decoding reported).

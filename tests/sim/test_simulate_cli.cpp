@@ -151,12 +151,17 @@ TEST_CASE("simulate: EPLB re-placements copy expert weights over the scale-up li
     CHECK(fast["eplb_moves"]["applied"] == fast["eplb_replacements"]);
     CHECK(fast["eplb_moves"]["copied_GB"].get<double>() > 1.0);
     CHECK(fast["eplb_moves"]["mean_copy_s"].get<double>() > 0.0);
+    const auto& layers = fast["eplb_moves"]["layers"];
+    CHECK(layers["new"].get<int>() + layers["swapped"].get<int>() > 0);
     // Over a 1 GB/s domain the copy would take longer than any gain: every expert keeps its slot and
     // re-placements only re-balance the router split, which copies nothing.
     const auto slow = run("1");
     CHECK(slow["eplb_moves"]["applied"] == slow["eplb_replacements"]);
     CHECK(slow["eplb_moves"]["copied_GB"].get<double>() == 0.0);
     CHECK(slow["eplb_moves"]["mean_copy_s"].get<double>() == 0.0);
+    CHECK(slow["eplb_moves"]["layers"]["kept"].get<int>() > 0);
+    CHECK(slow["eplb_moves"]["layers"]["new"].get<int>() == 0);
+    CHECK(slow["eplb_moves"]["layers"]["swapped"].get<int>() == 0);
 }
 
 TEST_CASE("simulate: a finished run accounts for every request and names its profile", "[sim][cli]") {
