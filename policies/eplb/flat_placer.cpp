@@ -48,6 +48,10 @@ public:
     /// are those of `experts`.
     void seed(std::span<const std::int32_t> experts);
     void swap_search(std::int32_t max_rounds);
+    /// One move-aware round: the better of the best swap on the most-loaded GPU (two copies) and the
+    /// best replica move (one copy: a replica of the expert that loses least gives its slot to the
+    /// expert with the most load per replica). Returns false when neither lowers the max GPU load.
+    bool improve_round();
     void hedge_search(std::int32_t reach, double min_pair, double cap, std::int32_t max_rounds);
     double max_load() const { return gpu_load_[ix(most_loaded_gpu())]; }
     FlatSolution solution() const;
@@ -205,6 +209,89 @@ void FlatPlacer::swap_search(std::int32_t max_rounds) {
         gpu_load_[ix(g)] -= d;
         gpu_load_[ix(best_h)] += d;
     }
+}
+
+bool FlatPlacer::improve_round() {
+    const std::int32_t g = most_loaded_gpu();
+    const double lg = gpu_load_[ix(g)];
+    // Best swap (as in swap_search): the new max of the two GPUs involved, others unchanged.
+    double swap_peak = lg - tol_;
+    std::int32_t best_h = -1, best_a = -1, best_b = -1;
+    for (std::int32_t h = 0; h < num_gpus_; ++h) {
+        const double lh = gpu_load_[ix(h)];
+        if (h == g || lh >= swap_peak) continue;
+        for (std::int32_t a = 0; a < slots_; ++a) {
+            const std::int32_t ea = expert_[ix(g * slots_ + a)];
+            if (holds(h, ea)) continue;
+            const double la = replica_load(ea);
+            for (std::int32_t b = 0; b < slots_; ++b) {
+                const std::int32_t eb = expert_[ix(h * slots_ + b)];
+                const double d = la - replica_load(eb);
+                if (d <= 0.0 || holds(g, eb)) continue;
+                const double peak = std::max(lg - d, lh + d);
+                if (peak < swap_peak) swap_peak = peak, best_h = h, best_a = a, best_b = b;
+            }
+        }
+    }
+    double swap_max = lg;  // max over all GPUs after the swap
+    if (best_h >= 0) {
+        swap_max = swap_peak;
+        for (std::int32_t k = 0; k < num_gpus_; ++k)
+            if (k != g && k != best_h) swap_max = std::max(swap_max, gpu_load_[ix(k)]);
+    }
+    // Best replica move: hot = most load per replica (can take one more), cold = least load per
+    // replica once it has one fewer (has two or more); the cold replica's slot on a GPU without the
+    // hot expert goes to the hot expert. Every GPU holding either expert changes.
+    std::int32_t hot = -1, cold = -1;
+    for (std::int32_t e = 0; e < num_experts_; ++e) {
+        if (counts_[ix(e)] < num_gpus_ && (hot < 0 || replica_load(e) > replica_load(hot))) hot = e;
+        if (counts_[ix(e)] >= 2 &&
+            (cold < 0 || w_[ix(e)] / (counts_[ix(e)] - 1) < w_[ix(cold)] / (counts_[ix(cold)] - 1)))
+            cold = e;
+    }
+    double move_max = lg;
+    std::int32_t move_slot = -1;
+    if (hot >= 0 && cold >= 0 && hot != cold) {
+        const double hot_now = replica_load(hot), hot_after = w_[ix(hot)] / (counts_[ix(hot)] + 1);
+        const double cold_now = replica_load(cold), cold_after = w_[ix(cold)] / (counts_[ix(cold)] - 1);
+        for (std::int32_t k = 0; k < num_gpus_; ++k) {
+            if (!holds(k, cold) || holds(k, hot)) continue;
+            double peak = 0.0;
+            for (std::int32_t j = 0; j < num_gpus_; ++j) {
+                double l = gpu_load_[ix(j)];
+                if (holds(j, hot)) l += hot_after - hot_now;
+                if (holds(j, cold)) l += cold_after - cold_now;
+                if (j == k) l += hot_after - cold_after;  // k trades its cold replica for a hot one
+                peak = std::max(peak, l);
+            }
+            if (peak < move_max - tol_) move_max = peak, move_slot = k;
+        }
+    }
+    if (best_h < 0 && move_slot < 0) return false;
+    if (move_slot >= 0 && (best_h < 0 || move_max < swap_max)) {
+        const std::int32_t k = move_slot;
+        for (std::int32_t a = 0; a < slots_; ++a)
+            if (expert_[ix(k * slots_ + a)] == cold) {
+                expert_[ix(k * slots_ + a)] = hot;
+                break;
+            }
+        set_holds(k, cold, false), set_holds(k, hot, true);
+        --counts_[ix(cold)], ++counts_[ix(hot)];
+        std::fill(gpu_load_.begin(), gpu_load_.end(), 0.0);
+        for (std::int32_t j = 0; j < num_gpus_; ++j)
+            for (std::int32_t a = 0; a < slots_; ++a)
+                gpu_load_[ix(j)] += replica_load(expert_[ix(j * slots_ + a)]);
+        return true;
+    }
+    const Index sa = ix(g * slots_ + best_a), sb = ix(best_h * slots_ + best_b);
+    const std::int32_t ea = expert_[sa], eb = expert_[sb];
+    const double d = replica_load(ea) - replica_load(eb);
+    std::swap(expert_[sa], expert_[sb]);
+    set_holds(g, ea, false), set_holds(g, eb, true);
+    set_holds(best_h, eb, false), set_holds(best_h, ea, true);
+    gpu_load_[ix(g)] -= d;
+    gpu_load_[ix(best_h)] += d;
+    return true;
 }
 
 double FlatPlacer::pair_weight(std::int32_t x, std::int32_t y) const {
@@ -548,15 +635,15 @@ double max_load_lower_bound_flat(std::span<const double> loads, std::int32_t num
 std::vector<FlatSolution> improve_flat(std::span<const double> loads, std::int32_t num_gpus,
                                        std::span<const std::int32_t> start,
                                        std::span<const double> start_share, Split split,
-                                       const FlatLimits& limits, std::span<const std::int32_t> swap_budgets) {
+                                       const FlatLimits& limits, std::span<const std::int32_t> budgets) {
     const auto slots_per_gpu = static_cast<std::int32_t>(start.size()) / num_gpus;
     FlatPlacer placer(loads, num_gpus, slots_per_gpu);
     placer.seed(start);
     std::vector<FlatSolution> out;
     std::int32_t done = 0;
-    for (const std::int32_t budget : swap_budgets) {
-        DI_CHECK(budget >= done, "swap budgets must not decrease: " << budget << " after " << done);
-        placer.swap_search(budget - done);
+    for (const std::int32_t budget : budgets) {
+        DI_CHECK(budget >= done, "round budgets must not decrease: " << budget << " after " << done);
+        while (done < budget && placer.improve_round()) ++done;
         done = budget;
         FlatSolution sol = placer.solution();
         if (!out.empty() && sol.expert == out.back().expert) break;  // the search stopped early

@@ -49,15 +49,16 @@ FlatSolution place_flat(std::span<const double> loads, std::int32_t num_gpus, st
                         Split split, const FlatLimits& limits);
 
 /// Move-aware re-placement: `start` (one expert per slot, GPU-major, slots_per_gpu = start.size() /
-/// num_gpus) after `swap_budgets[i]` best-improvement swaps of a replica on the most-loaded GPU with
-/// one on another GPU (replica counts unchanged; a swap copies two replicas), one solution per budget
-/// (non-decreasing; the list ends early once the search stops improving), each with its split
-/// (weighted: water-filled, from `start_share` where a slot keeps its expert when that is given,
-/// else from uniform). One swap search serves every budget.
+/// num_gpus) after `budgets[i]` improving rounds, one solution per budget (non-decreasing; the list
+/// ends early once no round improves). A round takes the better of the best swap between the
+/// most-loaded GPU and another (two copies) and the best replica move (one copy: a replica of the
+/// expert that loses least gives its slot to the expert with the most load per replica). Each
+/// solution carries its split (weighted: water-filled, from `start_share` where a slot keeps its
+/// expert when that is given, else from uniform). One search serves every budget.
 std::vector<FlatSolution> improve_flat(std::span<const double> loads, std::int32_t num_gpus,
                                        std::span<const std::int32_t> start,
                                        std::span<const double> start_share, Split split,
-                                       const FlatLimits& limits, std::span<const std::int32_t> swap_budgets);
+                                       const FlatLimits& limits, std::span<const std::int32_t> budgets);
 
 /// max(W / G, smallest max load / replicas over replica counts): see max_load_lower_bound.
 double max_load_lower_bound_flat(std::span<const double> loads, std::int32_t num_gpus,

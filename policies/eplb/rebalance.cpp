@@ -186,14 +186,13 @@ LayerPlacement resplit_layer(const LayerPlacement& layer, std::span<const double
 }
 
 std::vector<LayerPlacement> improve_layer(const LayerPlacement& layer, std::span<const double> loads,
-                                          const PlacementOptions& o,
-                                          std::span<const std::int32_t> swap_budgets) {
+                                          const PlacementOptions& o, std::span<const std::int32_t> budgets) {
     std::vector<std::int32_t> start;
     start.reserve(layer.phy2log.size());
     for (const LogicalExpertId e : layer.phy2log) start.push_back(e.value());
     std::vector<LayerPlacement> out;
     for (auto& sol : eplb_detail::improve_flat(loads, o.num_gpus, start, layer.replica_share,
-                                               split_of(o.split), limits_of(o), swap_budgets)) {
+                                               split_of(o.split), limits_of(o), budgets)) {
         LayerPlacement p;
         p.phy2log.reserve(sol.expert.size());
         for (std::int32_t e : sol.expert) p.phy2log.emplace_back(e);

@@ -110,13 +110,14 @@ PlacementResult compute_placement(const LoadMatrix& loads, const PlacementOption
 LayerPlacement resplit_layer(const LayerPlacement& layer, std::span<const double> loads,
                              const PlacementOptions& options);
 
-/// `layer` after `swap_budgets[i]` swaps of replicas between its most-loaded GPU and another, one
-/// placement per budget (non-decreasing; fewer when the swaps stop improving). Each swap copies two
-/// replicas; replica counts are kept; the split is re-balanced (weighted). Flat placements only:
-/// swaps ignore node groups.
+/// `layer` after `budgets[i]` move-aware rounds, one placement per budget (non-decreasing; fewer when
+/// the rounds stop improving). A round is a swap of replicas between the most-loaded GPU and another
+/// (two copies) or a replica move from a cold expert to a hot one (one copy), whichever lowers the
+/// max GPU load more; see eplb_detail::improve_flat. The split is re-balanced (weighted). Flat
+/// placements only: rounds ignore node groups.
 std::vector<LayerPlacement> improve_layer(const LayerPlacement& layer, std::span<const double> loads,
                                           const PlacementOptions& options,
-                                          std::span<const std::int32_t> swap_budgets);
+                                          std::span<const std::int32_t> budgets);
 
 /// Tokens on each GPU when `layer` serves `loads` (one layer's expert loads), with its replica_share
 /// (uniform when empty).

@@ -8,8 +8,8 @@
 namespace deepinfer {
 namespace {
 
-/// Swap budgets of the move-aware candidates of a layer.
-constexpr std::array<std::int32_t, 6> kSwapBudgets{1, 2, 4, 8, 16, 32};
+/// Round budgets of the move-aware candidates of a layer (a round copies one or two replicas).
+constexpr std::array<std::int32_t, 6> kRoundBudgets{1, 2, 4, 8, 16, 32};
 
 [[noreturn]] void bad(const std::string& name, const std::string& expected, std::int64_t got) {
     throw ConfigError("eplb options", name, expected, std::to_string(got));
@@ -96,8 +96,8 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
     for (std::size_t l = 0; l < next.layers.size(); ++l) new_max[l] = next.layers[l].max_gpu_load;
     if (cost_rule) {
         // Per layer, the candidate that saves the most time over the period net of its own copies:
-        // keep the slots and re-balance only the router split (no copies), a few swaps from the
-        // current slots (flat placements; two copies per swap), or the new placement. The chosen
+        // keep the slots and re-balance only the router split (no copies), a few move-aware rounds
+        // from the current slots (flat placements; improve_layer), or the new placement. The chosen
         // layers' copies cost at most the sum of their own costs, so the whole re-placement still
         // passes the rule below.
         const double per_token_s = config_.s_per_token * config_.period_steps;
@@ -126,7 +126,7 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
                 }
             };
             if (!config_.placement.hierarchical)
-                for (LayerPlacement& cand : improve_layer(now, w, config_.placement, kSwapBudgets)) {
+                for (LayerPlacement& cand : improve_layer(now, w, config_.placement, kRoundBudgets)) {
                     const double cand_max = measure_balance(cand, w, current_.num_gpus).max_gpu_load;
                     consider(std::move(cand), cand_max, Kind::kSwapped);
                 }

@@ -28,7 +28,8 @@ struct BalancerConfig {
     ///   (old - candidate max GPU load, tokens/step) * s_per_token * period_steps - its copies' time
     /// (max bytes into one GPU / copy_bytes_per_s) wins among: keeping the slots with only the
     /// router split re-balanced for the predicted loads (weighted split; no copies), 1, 2, 4, ... 32
-    /// swaps from the current slots (flat placements; improve_layer), and the new placement. Then the
+    /// move-aware rounds from the current slots (flat placements; improve_layer: swaps and replica
+    /// moves), and the new placement. Then the
     /// re-placement is skipped when gain_s < cost_s, where
     ///   gain_s = sum over layers of (old - chosen max GPU load) * s_per_token * period_steps
     ///   cost_s = max bytes copied into one GPU / copy_bytes_per_s.
@@ -46,7 +47,7 @@ struct BalancerStats {
     /// Decisions where the gain did not pay for the copies.
     std::int64_t num_skipped = 0;
     /// Cost rule on, summed over decisions: layers kept on their slots (only their router split
-    /// re-balanced) and layers changed by a few swaps instead of taking the new placement.
+    /// re-balanced) and layers changed by a few move-aware rounds instead of the new placement.
     std::int64_t num_layers_kept = 0;
     std::int64_t num_layers_swapped = 0;
     /// ... and layers that took the freshly computed placement.

@@ -154,10 +154,9 @@ TEST_CASE("EPLB: a layer without load still gets a valid placement", "[policies]
     CHECK(r.layers[1].max_gpu_load == Approx(5.0 / 4.0));
 }
 
-TEST_CASE("EPLB: improve_layer lowers the max GPU load with few copies and keeps replica counts",
-          "[policies][eplb]") {
-    // Place for one load, then the popularity drifts (another seed): a few swaps from the old slots
-    // recover balance, each swap changing two slots.
+TEST_CASE("EPLB: improve_layer lowers the max GPU load with few copies", "[policies][eplb]") {
+    // Place for one load, then the popularity drifts (another seed): a few rounds from the old slots
+    // recover balance, each round changing at most two slots (a swap; a replica move changes one).
     const auto split = GENERATE(SplitMode::kWeighted, SplitMode::kUniform);
     const PlacementOptions o{.num_gpus = 16, .num_nodes = 1, .redundant_per_gpu = 1, .split = split};
     const auto before = synthetic(SyntheticLoadSpec::Shape::kZipf, 0.8, 1, 64, 1);
@@ -177,7 +176,8 @@ TEST_CASE("EPLB: improve_layer lowers the max GPU load with few copies and keeps
         ExpertPlacement check{
             .num_gpus = 16, .num_nodes = 1, .num_logical_experts = 64, .layers = {better[i]}};
         REQUIRE(check.validate().empty());
-        CHECK(replica_counts(better[i], 64) == replica_counts(old_layer, 64));
+        const auto counts = replica_counts(better[i], 64);
+        CHECK(std::accumulate(counts.begin(), counts.end(), 0) == 16 * 5);
         std::int32_t changed = 0;
         for (std::size_t s = 0; s < better[i].phy2log.size(); ++s)
             changed += better[i].phy2log[s] != old_layer.phy2log[s];
@@ -187,4 +187,28 @@ TEST_CASE("EPLB: improve_layer lowers the max GPU load with few copies and keeps
         prev_max = m;
     }
     CHECK(prev_max < start_max);
+}
+
+TEST_CASE("EPLB: improve_layer moves a cold expert's replica to a hot expert in one copy",
+          "[policies][eplb]") {
+    // 8 experts on 4 GPUs x 3 slots: GPU g holds 2g, 2g+1 and (2g+2) mod 8, so experts 0, 2, 4, 6
+    // have two replicas. Expert 3 turns hot: one round gives it a second replica in place of a
+    // replica of a cold expert, halving the hottest GPU's load.
+    LayerPlacement layer;
+    for (std::int32_t g = 0; g < 4; ++g)
+        for (std::int32_t e : {2 * g, 2 * g + 1, (2 * g + 2) % 8}) layer.phy2log.emplace_back(e);
+    std::vector<double> w(8, 1.0);
+    w[3] = 1000.0;
+    const auto split = GENERATE(SplitMode::kWeighted, SplitMode::kUniform);
+    const PlacementOptions o{.num_gpus = 4, .num_nodes = 1, .redundant_per_gpu = 1, .split = split};
+    const std::vector<std::int32_t> one{1};
+    const auto moved = improve_layer(layer, w, o, one);
+    REQUIRE(moved.size() == 1);
+    CHECK(replica_counts(moved[0], 8)[3] == 2);
+    std::int32_t changed = 0;
+    for (std::size_t s = 0; s < layer.phy2log.size(); ++s) changed += moved[0].phy2log[s] != layer.phy2log[s];
+    CHECK(changed == 1);
+    ExpertPlacement check{.num_gpus = 4, .num_nodes = 1, .num_logical_experts = 8, .layers = {moved[0]}};
+    CHECK(check.validate().empty());
+    CHECK(measure_balance(moved[0], w, 4).max_gpu_load < 0.6 * measure_balance(layer, w, 4).max_gpu_load);
 }
