@@ -68,8 +68,8 @@ int run_simulate(const Args& args) {
     sim::RunOptions options;
     if (vm.count("seed")) options.seed = seed;
     options.record_timeline = vm["timeline"].as<bool>();
-    if (threads < 1)
-        throw ConfigError("command line", "--threads", "an integer >= 1", std::to_string(threads));
+    if (threads < 1 || threads > 256)
+        throw ConfigError("command line", "--threads", "an integer in [1, 256]", std::to_string(threads));
     options.threads = threads;
     options.progress = !vm["no-progress"].as<bool>() && (vm["progress"].as<bool>() || isatty(STDERR_FILENO));
     const sim::RunMetrics metrics = sim::run_simulation(config, options);

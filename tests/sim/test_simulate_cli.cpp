@@ -259,6 +259,10 @@ TEST_CASE("simulate: bad configs fail with one line naming file and field", "[si
             CHECK(std::count(out.begin(), out.end(), '\n') == 1);
         }
     }
+    SECTION("a thread count out of range") {
+        CHECK(run_cli("--config " + kSmall.string() + " --threads 0 --out " + dir.string(), out) == 1);
+        CHECK(out.find("--threads") != std::string::npos);
+    }
     SECTION("missing profile") {
         CHECK(run_cli("--config " + kSmall.string() + " --set profile=no-such-profile --out " + dir.string(),
                       out) == 1);
