@@ -50,6 +50,7 @@ RunMetrics run_simulation(const SimConfig& input, const RunOptions& options) {
     cluster.finish();
     metrics.simulated_s = sg::now_s();
     metrics.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    metrics.threads = options.threads;
     return metrics;
 }
 

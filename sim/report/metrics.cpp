@@ -186,7 +186,8 @@ json make_summary(const SimConfig& c, const RunMetrics& m) {
     s["events"] = m.num_events;
     s["wall"] = {{"wall_s", m.wall_s},
                  {"events_per_s", m.wall_s > 0 ? static_cast<double>(m.num_events) / m.wall_s : 0.0},
-                 {"simulated_per_wall", m.wall_s > 0 ? m.simulated_s / m.wall_s : 0.0}};
+                 {"simulated_per_wall", m.wall_s > 0 ? m.simulated_s / m.wall_s : 0.0},
+                 {"threads", m.threads}};
     return s;
 }
 
@@ -251,7 +252,8 @@ std::string make_human_summary(const json& s) {
       << s["profile"]["method"].get<std::string>() << ")\n";
     o << "  simulated " << num(s["simulated_s"]) << " s in " << num(s["wall"]["wall_s"]) << " s wall ("
       << num(s["wall"]["simulated_per_wall"]) << "x real time, " << num(s["wall"]["events_per_s"])
-      << " events/s)\n";
+      << " events/s, " << s["wall"]["threads"] << (s["wall"]["threads"] == 1 ? " thread" : " threads")
+      << ")\n";
     o << "  requests: " << s["requests_arrived"] << " arrived, " << s["requests_completed"] << " completed, "
       << s["requests_rejected"] << " rejected, " << s["requests_unfinished"] << " unfinished\n";
     o << "  throughput per GPU: prefill " << num(s["throughput_tok_s_per_gpu"]["prefill"])

@@ -56,6 +56,8 @@ struct TimelineEvent {
 struct RunMetrics {
     double simulated_s = 0;
     double wall_s = 0;
+    /// Threads the run used (RunOptions::threads); reported with the wall-clock fields.
+    std::int32_t threads = 1;
     std::int64_t num_events = 0;
     RoleMetrics prefill;
     RoleMetrics decode;
