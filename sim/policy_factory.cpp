@@ -13,7 +13,8 @@ std::unique_ptr<StepScheduler> make_scheduler(const InstanceGroupConfig& group) 
 }
 
 std::unique_ptr<ExpertBalancer> make_balancer(const InstanceGroupConfig& group,
-                                              const ExpertPlacement& initial, const EplbCopyCost& copy) {
+                                              const ExpertPlacement& initial, const EplbCopyCost& copy,
+                                              ParallelFor parallel_for) {
     if (group.eplb != "window") return nullptr;
     BalancerConfig c;
     c.window_steps = group.eplb_window_steps;
@@ -23,6 +24,7 @@ std::unique_ptr<ExpertBalancer> make_balancer(const InstanceGroupConfig& group,
     c.expert_bytes = copy.expert_bytes;
     c.copy_bytes_per_s = copy.copy_bytes_per_s;
     c.s_per_token = copy.s_per_token;
+    c.parallel_for = std::move(parallel_for);
     return std::make_unique<WindowBalancer>(c, initial);
 }
 

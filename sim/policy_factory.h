@@ -2,6 +2,8 @@
 // full policies (policies/scheduler Scheduler, policies/eplb balancer) when they land.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "policies/eplb/balancer.h"
@@ -20,8 +22,13 @@ struct EplbCopyCost {
     double s_per_token = 0;
 };
 
+/// Runs fn(i) for i in [0, n), possibly on several threads.
+using ParallelFor = std::function<void(std::size_t n, const std::function<void(std::size_t)>& fn)>;
+
 /// The expert balancer named by `group.eplb`, starting from `initial`; nullptr for "none".
+/// `parallel_for` (may be empty) spreads its per-layer choices over threads.
 std::unique_ptr<ExpertBalancer> make_balancer(const InstanceGroupConfig& group,
-                                              const ExpertPlacement& initial, const EplbCopyCost& copy);
+                                              const ExpertPlacement& initial, const EplbCopyCost& copy,
+                                              ParallelFor parallel_for = {});
 
 }  // namespace deepinfer::sim

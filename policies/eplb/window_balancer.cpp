@@ -101,7 +101,9 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
         // layers' copies cost at most the sum of their own costs, so the whole re-placement still
         // passes the rule below.
         const double per_token_s = config_.s_per_token * config_.period_steps;
-        for (std::size_t l = 0; l < aligned.layers.size(); ++l) {
+        enum class Kind : std::uint8_t { kKept, kSwapped, kNew };
+        std::vector<Kind> kind(aligned.layers.size(), Kind::kNew);
+        auto choose_layer = [&](std::size_t l) {
             const auto w = predicted.layer(static_cast<std::int32_t>(l));
             const LayerPlacement& now = current_.layers[l];
             auto copy_s = [&](const LayerPlacement& to) {
@@ -115,14 +117,14 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
             LayerPlacement best = resplit_layer(now, w, config_.placement);
             double best_max = measure_balance(best, w, current_.num_gpus).max_gpu_load;
             double best_value = -best_max * per_token_s;
-            enum class Kind { kKept, kSwapped, kNew } best_kind = Kind::kKept;
-            auto consider = [&](LayerPlacement cand, double cand_max, Kind kind) {
+            Kind best_kind = Kind::kKept;
+            auto consider = [&](LayerPlacement cand, double cand_max, Kind k) {
                 const double value = -cand_max * per_token_s - copy_s(cand);
                 if (value > best_value) {
                     best = std::move(cand);
                     best_max = cand_max;
                     best_value = value;
-                    best_kind = kind;
+                    best_kind = k;
                 }
             };
             if (!config_.placement.hierarchical)
@@ -131,11 +133,19 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
                     consider(std::move(cand), cand_max, Kind::kSwapped);
                 }
             consider(aligned.layers[l], new_max[l], Kind::kNew);
-            if (best_kind == Kind::kKept) ++stats_.num_layers_kept;
-            if (best_kind == Kind::kSwapped) ++stats_.num_layers_swapped;
-            if (best_kind == Kind::kNew) ++stats_.num_layers_new;
             aligned.layers[l] = std::move(best);
             new_max[l] = best_max;
+            kind[l] = best_kind;
+        };
+        // Each layer writes only its own slots, so running them in parallel changes nothing.
+        if (config_.parallel_for)
+            config_.parallel_for(aligned.layers.size(), choose_layer);
+        else
+            for (std::size_t l = 0; l < aligned.layers.size(); ++l) choose_layer(l);
+        for (const Kind k : kind) {
+            stats_.num_layers_kept += k == Kind::kKept ? 1 : 0;
+            stats_.num_layers_swapped += k == Kind::kSwapped ? 1 : 0;
+            stats_.num_layers_new += k == Kind::kNew ? 1 : 0;
         }
     }
     MovePlan moves = plan_moves(current_, aligned, config_.expert_bytes);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct BalancerConfig {
     double copy_bytes_per_s = 0.0;
     /// Seconds of MoE time per token on a GPU (one layer).
     double s_per_token = 0.0;
+    /// Runs fn(i) for i in [0, n), possibly on several threads (the per-layer choices of the cost
+    /// rule are independent); unset: one after the other. Results do not depend on it.
+    std::function<void(std::size_t n, const std::function<void(std::size_t)>& fn)> parallel_for;
 };
 
 struct BalancerStats {

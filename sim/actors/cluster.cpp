@@ -109,7 +109,11 @@ void Cluster::build_engine(Node& n) {
         n.scheduler = make_scheduler(g);
     }
     const EplbCopyCost copy_cost = eplb_copy_cost(g);
-    n.balancer = make_balancer(g, initial, copy_cost);
+    n.balancer =
+        make_balancer(g, initial, copy_cost,
+                      [pool = pool_.get()](std::size_t k, const std::function<void(std::size_t)>& fn) {
+                          pool->run(k, fn);
+                      });
     Node* raw = &n;
     const std::int32_t epoch = n.epoch;
     // A restarted engine draws its own outcome stream (the first keeps the original one).

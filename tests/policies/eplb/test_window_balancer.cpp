@@ -1,5 +1,8 @@
 // WindowBalancer: decisions every period, the sliding window, the predictor, the move-cost rule.
 #include <catch2/catch.hpp>
+#include <functional>
+#include <thread>
+#include <vector>
 
 #include "policies/eplb/predictor.h"
 #include "policies/eplb/window_balancer.h"
@@ -161,4 +164,32 @@ TEST_CASE("LoadPredictor: EMA and Holt follow a drifting load better than the la
     for (int t = 0; t < 20; ++t) ema.observe(window(t % 2 == 0 ? 80.0 : 120.0));
     CHECK(std::abs(ema.predict().at(0, 0) - 100.0) < 20.0);
     CHECK_THROWS_WITH(parse_predictor_kind("arima"), Catch::Contains("predictor"));
+}
+
+TEST_CASE("WindowBalancer: per-layer choices spread over threads give the same placements",
+          "[policies][eplb][parallel]") {
+    auto c = config(4, 4);
+    c.expert_bytes = 1'000'000;
+    c.copy_bytes_per_s = 1e9;
+    c.s_per_token = 1e-6;
+    WindowBalancer serial(c, three_slot_start());
+    c.parallel_for = [](std::size_t n, const std::function<void(std::size_t)>& fn) {
+        std::vector<std::thread> threads;
+        for (std::size_t i = 0; i < n; ++i) threads.emplace_back([&fn, i] { fn(i); });
+        for (std::thread& t : threads) t.join();
+    };
+    WindowBalancer threaded(c, three_slot_start());
+    for (std::int64_t step = 0; step < 40; ++step) {
+        const ExpertLoadSample s = sample(static_cast<std::int32_t>((step / 4) % 8), 100 + 37 * (step % 5));
+        serial.observe(step, s);
+        threaded.observe(step, s);
+        const auto a = serial.maybe_replace(step);
+        const auto b = threaded.maybe_replace(step);
+        REQUIRE(a.has_value() == b.has_value());
+        if (a) CHECK(a->layers == b->layers);
+    }
+    CHECK(serial.stats().num_replacements > 0);
+    CHECK(serial.stats().num_layers_kept == threaded.stats().num_layers_kept);
+    CHECK(serial.stats().num_layers_swapped == threaded.stats().num_layers_swapped);
+    CHECK(serial.stats().num_layers_new == threaded.stats().num_layers_new);
 }
