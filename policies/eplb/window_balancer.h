@@ -44,22 +44,6 @@ struct BalancerConfig {
     std::function<void(std::size_t n, const std::function<void(std::size_t)>& fn)> parallel_for;
 };
 
-struct BalancerStats {
-    std::int64_t num_steps_observed = 0;
-    std::int64_t num_decisions = 0;
-    std::int64_t num_replacements = 0;
-    /// Decisions where the gain did not pay for the copies.
-    std::int64_t num_skipped = 0;
-    /// Cost rule on, summed over decisions: layers kept on their slots (only their router split
-    /// re-balanced) and layers changed by a few move-aware rounds instead of the new placement.
-    std::int64_t num_layers_kept = 0;
-    std::int64_t num_layers_swapped = 0;
-    /// ... and layers that took the freshly computed placement.
-    std::int64_t num_layers_new = 0;
-    double last_gain_s = 0.0;
-    double last_cost_s = 0.0;
-};
-
 class WindowBalancer final : public ExpertBalancer {
 public:
     /// `initial`: the placement in force (its shape fixes layers, experts, GPUs and slots).
@@ -74,7 +58,7 @@ public:
     std::optional<ExpertPlacement> maybe_replace(std::int64_t step_id) override;
 
     const ExpertPlacement& current() const { return current_; }
-    const BalancerStats& stats() const { return stats_; }
+    BalancerStats stats() const override { return stats_; }
     /// The copies of the last applied re-placement.
     const MovePlan& last_moves() const { return last_moves_; }
     /// Per-step average loads over the current window (all zero before any load was seen).

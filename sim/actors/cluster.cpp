@@ -8,7 +8,6 @@
 #include "policies/common/check.h"
 #include "policies/common/units.h"
 #include "policies/cost/roofline.h"
-#include "policies/eplb/window_balancer.h"
 #include "policies/kv/kv_model_shape.h"
 #include "sim/policy_factory.h"
 
@@ -716,11 +715,11 @@ void Cluster::finish() {
         metrics_.expert_moves.applied += s.applied;
         metrics_.expert_moves.bytes += s.bytes;
         metrics_.expert_moves.copy_s += s.copy_s;
-        if (const auto* w = dynamic_cast<const WindowBalancer*>(b)) {
-            metrics_.eplb_layers_kept += w->stats().num_layers_kept;
-            metrics_.eplb_layers_swapped += w->stats().num_layers_swapped;
-            metrics_.eplb_layers_new += w->stats().num_layers_new;
-        }
+        if (b == nullptr) return;
+        const BalancerStats st = b->stats();
+        metrics_.eplb_layers_kept += st.num_layers_kept;
+        metrics_.eplb_layers_swapped += st.num_layers_swapped;
+        metrics_.eplb_layers_new += st.num_layers_new;
     };
     for (auto* group : {&prefill_, &decode_})
         for (auto& n : *group) {
