@@ -48,6 +48,14 @@ public:
     /// are those of `experts`.
     void seed(std::span<const std::int32_t> experts);
     void swap_search(std::int32_t max_rounds);
+    /// The best legal swap of a replica on the most-loaded GPU g with one on another GPU h, by the
+    /// new max(load g, load h); none when no swap lowers it below g's load.
+    struct Swap {
+        std::int32_t g = -1, h = -1, a = -1, b = -1;
+        double peak = 0.0;
+    };
+    std::optional<Swap> best_swap() const;
+    void apply_swap(const Swap& s);
     /// One move-aware round: the better of the best swap on the most-loaded GPU (two copies) and the
     /// best replica move (one copy: a replica of the expert that loses least gives its slot to the
     /// expert with the most load per replica). Returns false when neither lowers the max GPU load.
@@ -179,47 +187,19 @@ std::int32_t FlatPlacer::most_loaded_gpu() const {
 // max(load g, load h) below the old maximum. Stops at a local optimum or after `max_rounds`.
 void FlatPlacer::swap_search(std::int32_t max_rounds) {
     for (std::int32_t round = 0; round < max_rounds; ++round) {
-        const std::int32_t g = most_loaded_gpu();
-        const double lg = gpu_load_[ix(g)];
-        double best = lg - tol_;
-        std::int32_t best_h = -1, best_a = -1, best_b = -1;
-        for (std::int32_t h = 0; h < num_gpus_; ++h) {
-            const double lh = gpu_load_[ix(h)];
-            if (h == g || lh >= best) continue;
-            for (std::int32_t a = 0; a < slots_; ++a) {
-                const std::int32_t ea = expert_[ix(g * slots_ + a)];
-                if (holds(h, ea)) continue;
-                const double la = replica_load(ea);
-                for (std::int32_t b = 0; b < slots_; ++b) {
-                    const std::int32_t eb = expert_[ix(h * slots_ + b)];
-                    const double d = la - replica_load(eb);
-                    if (d <= 0.0 || holds(g, eb)) continue;
-                    const double peak = std::max(lg - d, lh + d);
-                    if (peak < best) best = peak, best_h = h, best_a = a, best_b = b;
-                }
-            }
-        }
-        if (best_h < 0) return;
-        const Index sa = ix(g * slots_ + best_a), sb = ix(best_h * slots_ + best_b);
-        const std::int32_t ea = expert_[sa], eb = expert_[sb];
-        const double d = replica_load(ea) - replica_load(eb);
-        std::swap(expert_[sa], expert_[sb]);
-        set_holds(g, ea, false), set_holds(g, eb, true);
-        set_holds(best_h, eb, false), set_holds(best_h, ea, true);
-        gpu_load_[ix(g)] -= d;
-        gpu_load_[ix(best_h)] += d;
+        const std::optional<Swap> swap = best_swap();
+        if (!swap) return;
+        apply_swap(*swap);
     }
 }
 
-bool FlatPlacer::improve_round() {
+std::optional<FlatPlacer::Swap> FlatPlacer::best_swap() const {
     const std::int32_t g = most_loaded_gpu();
     const double lg = gpu_load_[ix(g)];
-    // Best swap (as in swap_search): the new max of the two GPUs involved, others unchanged.
-    double swap_peak = lg - tol_;
-    std::int32_t best_h = -1, best_a = -1, best_b = -1;
+    Swap best{.g = g, .peak = lg - tol_};
     for (std::int32_t h = 0; h < num_gpus_; ++h) {
         const double lh = gpu_load_[ix(h)];
-        if (h == g || lh >= swap_peak) continue;
+        if (h == g || lh >= best.peak) continue;
         for (std::int32_t a = 0; a < slots_; ++a) {
             const std::int32_t ea = expert_[ix(g * slots_ + a)];
             if (holds(h, ea)) continue;
@@ -229,15 +209,34 @@ bool FlatPlacer::improve_round() {
                 const double d = la - replica_load(eb);
                 if (d <= 0.0 || holds(g, eb)) continue;
                 const double peak = std::max(lg - d, lh + d);
-                if (peak < swap_peak) swap_peak = peak, best_h = h, best_a = a, best_b = b;
+                if (peak < best.peak) best.peak = peak, best.h = h, best.a = a, best.b = b;
             }
         }
     }
+    if (best.h < 0) return std::nullopt;
+    return best;
+}
+
+void FlatPlacer::apply_swap(const Swap& s) {
+    const Index sa = ix(s.g * slots_ + s.a), sb = ix(s.h * slots_ + s.b);
+    const std::int32_t ea = expert_[sa], eb = expert_[sb];
+    const double d = replica_load(ea) - replica_load(eb);
+    std::swap(expert_[sa], expert_[sb]);
+    set_holds(s.g, ea, false), set_holds(s.g, eb, true);
+    set_holds(s.h, eb, false), set_holds(s.h, ea, true);
+    gpu_load_[ix(s.g)] -= d;
+    gpu_load_[ix(s.h)] += d;
+}
+
+bool FlatPlacer::improve_round() {
+    const std::int32_t g = most_loaded_gpu();
+    const double lg = gpu_load_[ix(g)];
+    const std::optional<Swap> swap = best_swap();
     double swap_max = lg;  // max over all GPUs after the swap
-    if (best_h >= 0) {
-        swap_max = swap_peak;
+    if (swap) {
+        swap_max = swap->peak;
         for (std::int32_t k = 0; k < num_gpus_; ++k)
-            if (k != g && k != best_h) swap_max = std::max(swap_max, gpu_load_[ix(k)]);
+            if (k != swap->g && k != swap->h) swap_max = std::max(swap_max, gpu_load_[ix(k)]);
     }
     // Best replica move: hot = most load per replica (can take one more), cold = least load per
     // replica once it has one fewer (has two or more); the cold replica's slot on a GPU without the
@@ -267,8 +266,8 @@ bool FlatPlacer::improve_round() {
             if (peak < move_max - tol_) move_max = peak, move_slot = k;
         }
     }
-    if (best_h < 0 && move_slot < 0) return false;
-    if (move_slot >= 0 && (best_h < 0 || move_max < swap_max)) {
+    if (!swap && move_slot < 0) return false;
+    if (move_slot >= 0 && (!swap || move_max < swap_max)) {
         const std::int32_t k = move_slot;
         for (std::int32_t a = 0; a < slots_; ++a)
             if (expert_[ix(k * slots_ + a)] == cold) {
@@ -283,14 +282,7 @@ bool FlatPlacer::improve_round() {
                 gpu_load_[ix(j)] += replica_load(expert_[ix(j * slots_ + a)]);
         return true;
     }
-    const Index sa = ix(g * slots_ + best_a), sb = ix(best_h * slots_ + best_b);
-    const std::int32_t ea = expert_[sa], eb = expert_[sb];
-    const double d = replica_load(ea) - replica_load(eb);
-    std::swap(expert_[sa], expert_[sb]);
-    set_holds(g, ea, false), set_holds(g, eb, true);
-    set_holds(best_h, eb, false), set_holds(best_h, ea, true);
-    gpu_load_[ix(g)] -= d;
-    gpu_load_[ix(best_h)] += d;
+    apply_swap(*swap);
     return true;
 }
 

@@ -2,6 +2,7 @@
 #include "policies/router/router.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -20,37 +21,13 @@ double Router::load_cost(const DpRankLoad& load) const {
 }
 
 namespace {
-/// Best (cost, instance, rank) over ranks of instances with `role`; eligible ranks first.
-template <class CostFn, class EligibleFn>
-std::tuple<RouteTarget, double> pick(std::span<const InstanceLoad> instances, InstanceRole role, CostFn cost,
-                                     EligibleFn is_eligible) {
-    for (int pass = 0; pass < 2; ++pass) {
-        RouteTarget best;
-        double best_cost = 0.0;
-        for (const InstanceLoad& inst : instances) {
-            if (inst.role != role || !inst.accepting) continue;
-            for (std::size_t r = 0; r < inst.ranks.size(); ++r) {
-                if (pass == 0 && !is_eligible(inst.ranks[r])) continue;
-                const RouteTarget t{inst.instance, static_cast<std::int32_t>(r)};
-                const double c = cost(inst, static_cast<std::int32_t>(r));
-                if (!best.valid() || c < best_cost || (c == best_cost && t < best)) {
-                    best = t;
-                    best_cost = c;
-                }
-            }
-        }
-        if (best.valid()) return {best, best_cost};
-    }
-    return {RouteTarget{}, 0.0};
-}
-
-/// pick() for costs known to be at least `lower_bound(inst, rank)` (cheap) while `cost` is dear:
-/// ranks are scored in increasing bound order and the scan stops at the first bound above the best
-/// cost found. Same result as pick(), ties included (a rank whose bound equals the best cost is
-/// still scored).
+/// Best (cost, instance, rank) over ranks of instances with `role`; eligible ranks first. Costs are
+/// known to be at least `lower_bound(inst, rank)` (cheap) while `cost` may be dear: ranks are scored
+/// in increasing bound order and the scan stops at the first bound above the best cost found. Ties
+/// (a rank whose bound equals the best cost is still scored) go to the lower instance, then rank.
 template <class CostFn, class BoundFn, class EligibleFn>
-std::tuple<RouteTarget, double> pick_bounded(std::span<const InstanceLoad> instances, InstanceRole role,
-                                             CostFn cost, BoundFn lower_bound, EligibleFn is_eligible) {
+std::tuple<RouteTarget, double> pick(std::span<const InstanceLoad> instances, InstanceRole role, CostFn cost,
+                                     BoundFn lower_bound, EligibleFn is_eligible) {
     struct Candidate {
         double bound;
         RouteTarget target;
@@ -103,9 +80,12 @@ RouteDecision Router::route(const Request& request, std::span<const InstanceLoad
     auto bound = [&](const InstanceLoad& inst, std::int32_t rank) {
         return load_cost(inst.ranks[static_cast<std::size_t>(rank)]);
     };
+    auto no_bound = [](const InstanceLoad&, std::int32_t) {
+        return -std::numeric_limits<double>::infinity();
+    };
     const auto [target, c] = prefix_match && config_.uncached_token_weight >= 0
-                                 ? pick_bounded(instances, role, cost, bound, ok)
-                                 : pick(instances, role, cost, ok);
+                                 ? pick(instances, role, cost, bound, ok)
+                                 : pick(instances, role, cost, no_bound, ok);
     RouteDecision d;
     d.prefill = target;
     d.cost = c;
@@ -121,7 +101,7 @@ RouteTarget Router::choose_decode(std::span<const InstanceLoad> instances) const
         return load_cost(inst.ranks[static_cast<std::size_t>(rank)]);
     };
     auto ok = [&](const DpRankLoad& l) { return eligible(l); };
-    return std::get<0>(pick(instances, role, cost, ok));
+    return std::get<0>(pick(instances, role, cost, cost, ok));  // the load cost is its own bound
 }
 
 KvHandoff Router::make_handoff(RouteTarget from, RouteTarget to, std::int32_t num_tokens,
