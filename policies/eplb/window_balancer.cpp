@@ -106,12 +106,12 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
         auto choose_layer = [&](std::size_t l) {
             const auto w = predicted.layer(static_cast<std::int32_t>(l));
             const LayerPlacement& now = current_.layers[l];
+            const ExpertPlacement from{
+                current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {now}};
             auto copy_s = [&](const LayerPlacement& to) {
-                const ExpertPlacement a{
-                    current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {now}};
                 const ExpertPlacement b{
                     current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {to}};
-                return static_cast<double>(plan_moves(a, b, config_.expert_bytes).max_bytes_into_gpu) /
+                return static_cast<double>(plan_moves(from, b, config_.expert_bytes).max_bytes_into_gpu) /
                        config_.copy_bytes_per_s;
             };
             LayerPlacement best = resplit_layer(now, w, config_.placement);
