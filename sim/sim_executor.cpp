@@ -13,6 +13,32 @@
 #include "sim/platform/platform.h"
 
 namespace deepinfer::sim {
+namespace {
+
+/// Joins the worker pool's asynchronous batch (a step's draws, which reference its Pending and its
+/// outcome). wait() joins and rethrows a draw's exception; the destructor, reached without wait()
+/// only when a SimGrid wait threw, joins and drops it (that first exception is the one reported).
+class AsyncDraws {
+public:
+    explicit AsyncDraws(WorkerPool* pool) : pool_(pool) {}
+    AsyncDraws(const AsyncDraws&) = delete;
+    AsyncDraws& operator=(const AsyncDraws&) = delete;
+    ~AsyncDraws() {
+        if (pool_ == nullptr) return;
+        try {
+            pool_->wait_async();
+        } catch (...) {  // NOLINT(bugprone-empty-catch): see above
+        }
+    }
+    void wait() {
+        if (WorkerPool* pool = std::exchange(pool_, nullptr)) pool->wait_async();
+    }
+
+private:
+    WorkerPool* pool_;
+};
+
+}  // namespace
 
 SimExecutor::SimExecutor(SimExecutorSetup setup, const CostModel& cost, EpLoadModel& ep,
                          DraftAcceptance& acceptance, Rng rng, std::function<void(const StepRecord&)> on_step)
@@ -235,20 +261,11 @@ void SimExecutor::wait_into(engine::StepTicket ticket, StepOutcome& out) {
              setup_.name << ": wait(" << ticket.id << ") out of launch order");
     Pending& p = pending_.front();
     if (!p.started) start(p);
-    p.exec->wait();
-    if (p.ep_bytes > 0) {
-        const double t0 = sg::now_s();
-        sg::transfer_async(setup_.gpus[p.ep_src], setup_.gpus[p.ep_dst], p.ep_bytes)->wait();
-        p.record.cost.ep_comm_s += sg::now_s() - t0;
-    }
-    p.record.end_s = sg::now_s();
-    out.step_id = p.step_id;
-    out.start_s = p.record.start_s;
-    out.end_s = p.record.end_s;
     out.seqs.resize(p.seqs.size());
-    // With the DSpark model each DP rank draws from its own stream, in plan order: the ranks' runs of
-    // sequences go to the worker threads when the plan lists them rank by rank (as DpGroupScheduler
-    // does); any other order is drawn in one pass, with the same results.
+    // With the DSpark model each DP rank draws from its own stream, in plan order. When the plan lists
+    // the ranks' runs of sequences rank by rank (as DpGroupScheduler does), the runs are drawn on the
+    // worker threads while SimGrid runs the other actors up to the step's end: the draws do not
+    // depend on when it ends. Any other order is drawn in one pass, with the same results.
     const std::size_t R = dspark_.size();
     bool by_rank = R > 1 && setup_.pool != nullptr;
     for (std::size_t i = 1; by_rank && i < p.seqs.size(); ++i)
@@ -262,9 +279,23 @@ void SimExecutor::wait_into(engine::StepTicket ticket, StepOutcome& out) {
             rank_begin_[static_cast<std::size_t>(p.seqs[i].dp_rank) % R] = i;
         for (std::size_t r = R; r-- > 0;) rank_begin_[r] = std::min(rank_begin_[r], rank_begin_[r + 1]);
         rank_counts_.assign(R, DraftCounts{});
-        setup_.pool->run(R, [&](std::size_t r) {
+        setup_.pool->start_async(R, [this, &p, &out](std::size_t r) {
             draw_outcomes(p, rank_begin_[r], rank_begin_[r + 1], out, rank_counts_[r]);
         });
+    }
+    {
+        // The draws read `p` and write `out`: they are joined before either can go, also when a
+        // SimGrid wait throws (an actor killed at the end of the run).
+        AsyncDraws joined{by_rank ? setup_.pool : nullptr};
+        p.exec->wait();
+        if (p.ep_bytes > 0) {
+            const double t0 = sg::now_s();
+            sg::transfer_async(setup_.gpus[p.ep_src], setup_.gpus[p.ep_dst], p.ep_bytes)->wait();
+            p.record.cost.ep_comm_s += sg::now_s() - t0;
+        }
+        joined.wait();
+    }
+    if (by_rank) {
         for (const DraftCounts& c : rank_counts_) {
             counts.seqs += c.seqs;
             counts.verified += c.verified;
@@ -273,6 +304,10 @@ void SimExecutor::wait_into(engine::StepTicket ticket, StepOutcome& out) {
     } else {
         draw_outcomes(p, 0, p.seqs.size(), out, counts);
     }
+    p.record.end_s = sg::now_s();
+    out.step_id = p.step_id;
+    out.start_s = p.record.start_s;
+    out.end_s = p.record.end_s;
     p.record.num_draft_seqs += counts.seqs;
     p.record.num_verified_drafts += counts.verified;
     p.record.num_accepted_drafts += counts.accepted;

@@ -78,8 +78,9 @@ struct SimExecutorSetup {
     /// Draft confidences and acceptances from the DSpark acceptance model (else `acceptance`, which
     /// reports no confidences). Each DP rank draws from its own stream.
     std::optional<AcceptanceModelConfig> dspark_acceptance;
-    /// Threads for the DP ranks' DSpark outcome draws (may be null: the caller's thread). Results
-    /// are the same for any thread count. Must outlive the executor.
+    /// Threads for the DP ranks' DSpark outcome draws (may be null: the caller's thread), which run
+    /// on the workers while the step runs in simulated time (WorkerPool::start_async). Results are
+    /// the same for any thread count. Must outlive the executor.
     WorkerPool* pool = nullptr;
 };
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -83,6 +84,11 @@ public:
     void add_request(Request request) override;
     StepPlan schedule(double now_s) override;
     CommitResult commit(const StepPlan& plan, const StepOutcome& outcome, double now_s) override;
+    /// The same for a step's sequences given directly (outcomes in plan order): a caller that
+    /// merged several schedulers' plans into one step commits each one's slice without copying it.
+    /// `result` is overwritten (its buffers are reused).
+    void commit(std::span<const SeqSchedule> seqs, std::span<const SeqOutcome> outcomes, double now_s,
+                CommitResult& result);
     std::vector<FinishedRequest> take_rejected() override;
     bool has_unfinished() const override { return num_live_seqs_ > 0; }
 

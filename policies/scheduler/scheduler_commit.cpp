@@ -60,10 +60,20 @@ CommitResult Scheduler::commit(const StepPlan& plan, const StepOutcome& outcome,
     DI_CHECK(outcome.seqs.size() == plan.seqs.size(),
              "outcome has " << outcome.seqs.size() << " sequences, plan " << plan.seqs.size());
     CommitResult result;
-    result.progress.reserve(plan.seqs.size());
-    for (std::size_t i = 0; i < plan.seqs.size(); ++i) {
-        const SeqSchedule& s = plan.seqs[i];
-        const SeqOutcome& o = outcome.seqs[i];
+    commit(plan.seqs, outcome.seqs, now_s, result);
+    return result;
+}
+
+void Scheduler::commit(std::span<const SeqSchedule> seqs, std::span<const SeqOutcome> outcomes, double now_s,
+                       CommitResult& result) {
+    DI_CHECK(outcomes.size() == seqs.size(),
+             "outcome has " << outcomes.size() << " sequences, plan " << seqs.size());
+    result.progress.clear();
+    result.finished.clear();
+    result.progress.reserve(seqs.size());
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+        const SeqSchedule& s = seqs[i];
+        const SeqOutcome& o = outcomes[i];
         DI_CHECK(o.request == s.request, "outcome order differs from plan order at " << i);
         const auto it = index_.find(s.request.value());
         DI_CHECK(it != index_.end(), "commit for unknown request " << s.request);
@@ -84,7 +94,6 @@ CommitResult Scheduler::commit(const StepPlan& plan, const StepOutcome& outcome,
         commit_seq(seq, s, o, now_s, result);
         if (seq.state == State::kFinished && seq.num_inflight_steps == 0) release(slot);
     }
-    return result;
 }
 
 void Scheduler::commit_seq(Seq& seq, const SeqSchedule& s, const SeqOutcome& o, double now_s,

@@ -52,8 +52,7 @@ StepPlan DpGroupScheduler::schedule(double now_s) {
     for (std::size_t r = 0; r < R; ++r) {
         const StepPlan& p = plans_[r];
         if (p.empty()) continue;  // the rank keeps its notices for its next non-empty plan
-        launched.parts.push_back(
-            Part{.rank = static_cast<std::int32_t>(r), .step_id = p.step_id, .num_seqs = p.seqs.size()});
+        launched.parts.push_back(Part{.rank = static_cast<std::int32_t>(r), .num_seqs = p.seqs.size()});
         merged.seqs.insert(merged.seqs.end(), p.seqs.begin(), p.seqs.end());
         merged.preempted.insert(merged.preempted.end(), p.preempted.begin(), p.preempted.end());
         merged.released.insert(merged.released.end(), p.released.begin(), p.released.end());
@@ -93,43 +92,20 @@ CommitResult DpGroupScheduler::commit(const StepPlan& plan, const StepOutcome& o
     }
     DI_CHECK(first_.back() == plan.seqs.size(),
              "DP group plan of " << plan.seqs.size() << " sequences, parts " << first_.back());
-    sub_plans_.resize(R);
-    sub_outcomes_.resize(R);
     results_.resize(R);
+    const std::span<const SeqSchedule> seqs(plan.seqs);
+    const std::span<const SeqOutcome> outcomes(outcome.seqs);
     auto commit_rank = [&](std::size_t r) {
-        results_[r].progress.clear();
-        results_[r].finished.clear();
-        if (part_at_[r] < 0) return;
-        const auto i = static_cast<std::size_t>(part_at_[r]);
-        const Part& part = launched.parts[i];
-        // NOTE: the per-rank plan and outcome are scratch members: assigning into their existing
-        // elements reuses the vectors' storage (confidences, token ids) from step to step.
-        StepPlan& sub = sub_plans_[r];
-        StepOutcome& sub_out = sub_outcomes_[r];
-        sub.step_id = part.step_id;
-        sub.seqs.resize(part.num_seqs);
-        sub_out.seqs.resize(part.num_seqs);
-        sub_out.step_id = part.step_id;
-        sub_out.start_s = outcome.start_s;
-        sub_out.end_s = outcome.end_s;
-        const std::size_t at = first_[i];
-        for (std::size_t k = 0; k < part.num_seqs; ++k) {
-            const SeqSchedule& s = plan.seqs[at + k];
-            // Commit reads counters only: the block table is not copied.
-            SeqSchedule& d = sub.seqs[k];
-            d.request = s.request;
-            d.dp_rank = s.dp_rank;
-            d.num_computed_tokens = s.num_computed_tokens;
-            d.num_new_tokens = s.num_new_tokens;
-            d.num_verify_tokens = s.num_verify_tokens;
-            d.num_replay_tokens = s.num_replay_tokens;
-            d.num_drafts_to_propose = s.num_drafts_to_propose;
-            d.samples = s.samples;
-            d.is_new = s.is_new;
-            d.block_ids.clear();
-            sub_out.seqs[k] = outcome.seqs[at + k];
+        if (part_at_[r] < 0) {
+            results_[r].progress.clear();
+            results_[r].finished.clear();
+            return;
         }
-        results_[r] = ranks_[r]->commit(sub, sub_out, now_s);
+        const auto i = static_cast<std::size_t>(part_at_[r]);
+        const std::size_t at = first_[i];
+        const std::size_t n = launched.parts[i].num_seqs;
+        // The rank's slice of the step, committed in place (its result slot's buffers are reused).
+        ranks_[r]->commit(seqs.subspan(at, n), outcomes.subspan(at, n), now_s, results_[r]);
     };
     if (pool_ != nullptr)
         pool_->run(R, commit_rank);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "policies/dspark/dspark_verify_adapter.h"
@@ -42,7 +43,6 @@ public:
 private:
     struct Part {
         std::int32_t rank = 0;
-        std::int64_t step_id = -1;
         std::size_t num_seqs = 0;
     };
     struct Launched {
@@ -55,11 +55,8 @@ private:
     WorkerPool* pool_ = nullptr;
     std::deque<Launched> launched_;
     std::int64_t next_step_id_ = 0;
-    // Scratch, one slot per rank: schedule()'s plans, commit()'s share of the plan and of the outcome
-    // (reused from step to step) and its results.
+    // Scratch, one slot per rank (reused from step to step): schedule()'s plans and commit()'s results.
     std::vector<StepPlan> plans_;
-    std::vector<StepPlan> sub_plans_;
-    std::vector<StepOutcome> sub_outcomes_;
     std::vector<CommitResult> results_;
     std::vector<std::int32_t> part_at_;  // per rank: its part of the step being committed, or -1
     std::vector<std::size_t> first_;     // per part: its offset into the plan

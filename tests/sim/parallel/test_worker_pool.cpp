@@ -25,21 +25,27 @@ TEST_CASE("WorkerPool: every task runs exactly once per run, for any thread and 
     }
 }
 
-TEST_CASE("WorkerPool: a task index runs on the same thread from run to run while workers keep up",
-          "[sim][parallel]") {
-    // Chunks are static; the caller only takes over a chunk whose worker has not woken yet, so over
-    // many back-to-back runs most indices stay on one thread. What must hold always: results are
-    // per index, so the sum is exact.
+TEST_CASE("WorkerPool: tasks run on the pool's threads, mostly on their range's owner", "[sim][parallel]") {
+    // Each thread owns a range and takes from the others' backs only once its own is done, so over
+    // many back-to-back runs most indices stay on one thread. What must hold always: every task ran
+    // once per run on one of the pool's threads, and results are per index, so the sums are exact.
     WorkerPool pool(2);
-    std::vector<std::thread::id> seen(16);
+    const std::thread::id caller = std::this_thread::get_id();
     std::vector<std::int64_t> sum(16, 0);
+    std::vector<std::int32_t> on_caller(16, 0);
     for (int rep = 0; rep < 200; ++rep)
         pool.run(16, [&](std::size_t i) {
-            seen[i] = std::this_thread::get_id();
+            on_caller[i] += std::this_thread::get_id() == caller ? 1 : 0;
             sum[i] += static_cast<std::int64_t>(i);
         });
-    for (std::size_t i = 0; i < 16; ++i) CHECK(sum[i] == 200 * static_cast<std::int64_t>(i));
-    CHECK(seen[0] == std::this_thread::get_id());  // the caller's chunk is always its own
+    std::int32_t total_on_caller = 0;
+    for (std::size_t i = 0; i < 16; ++i) {
+        CHECK(sum[i] == 200 * static_cast<std::int64_t>(i));
+        total_on_caller += on_caller[i];
+    }
+    // The caller runs its own range's 8 tasks at least whenever the worker is slower than it.
+    CHECK(total_on_caller > 0);
+    CHECK(total_on_caller <= 16 * 200);
 }
 
 TEST_CASE("WorkerPool: the lowest failing task's exception is rethrown after all tasks ran",
@@ -60,4 +66,53 @@ TEST_CASE("WorkerPool: the lowest failing task's exception is rethrown after all
     std::vector<std::int32_t> again(30, 0);
     pool.run(30, [&](std::size_t i) { again[i] = 1; });
     for (const std::int32_t r : again) CHECK(r == 1);
+}
+
+TEST_CASE("WorkerPool: an asynchronous batch runs every task once while the caller works on",
+          "[sim][parallel]") {
+    for (const std::int32_t threads : {1, 2, 3, 5}) {
+        WorkerPool pool(threads);
+        std::vector<std::int32_t> runs(64, 0);
+        std::int64_t caller_work = 0;
+        for (int rep = 0; rep < 50; ++rep) {
+            pool.start_async(runs.size(), [&](std::size_t i) { ++runs[i]; });
+            CHECK(pool.async_pending());
+            for (int k = 0; k < 1000; ++k) caller_work += k;  // the caller's own work meanwhile
+            pool.wait_async();
+            CHECK_FALSE(pool.async_pending());
+        }
+        INFO("threads " << threads);
+        for (const std::int32_t r : runs) CHECK(r == 50);
+        CHECK(caller_work == 50 * 499500);
+    }
+}
+
+TEST_CASE(
+    "WorkerPool: run() and start_async() first finish the batch in flight; its error waits for "
+    "wait_async()",
+    "[sim][parallel]") {
+    WorkerPool pool(3);
+    std::vector<std::int32_t> first(40, 0);
+    pool.start_async(first.size(), [&](std::size_t i) {
+        first[i] = 1;
+        if (i == 31 || i == 17) throw std::runtime_error("async " + std::to_string(i));
+    });
+    std::vector<std::int32_t> second(40, 0);
+    pool.run(second.size(), [&](std::size_t i) { second[i] = 1; });  // joins the batch, no throw
+    for (const std::int32_t r : first) CHECK(r == 1);
+    for (const std::int32_t r : second) CHECK(r == 1);
+    CHECK_FALSE(pool.async_pending());
+    try {
+        pool.wait_async();
+        FAIL("no exception");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()) == "async 17");
+    }
+    pool.wait_async();  // nothing left: a no-op
+    // A second batch started while one is in flight runs after it.
+    std::vector<std::int32_t> order(10, 0);
+    pool.start_async(10, [&](std::size_t i) { order[i] += 1; });
+    pool.start_async(10, [&](std::size_t i) { order[i] *= 10; });
+    pool.wait_async();
+    for (const std::int32_t r : order) CHECK(r == 10);
 }
