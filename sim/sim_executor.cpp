@@ -279,8 +279,19 @@ void SimExecutor::wait_into(engine::StepTicket ticket, StepOutcome& out) {
             rank_begin_[static_cast<std::size_t>(p.seqs[i].dp_rank) % R] = i;
         for (std::size_t r = R; r-- > 0;) rank_begin_[r] = std::min(rank_begin_[r], rank_begin_[r + 1]);
         rank_counts_.assign(R, DraftCounts{});
-        setup_.pool->start_async(R, [this, &p, &out](std::size_t r) {
-            draw_outcomes(p, rank_begin_[r], rank_begin_[r + 1], out, rank_counts_[r]);
+        // Each rank is then committed right away on the same worker (EarlyCommit), so that the
+        // Instance's commit after the step only merges.
+        EarlyCommit* early =
+            setup_.early_commit != nullptr && setup_.early_commit->begin_early_commit(p.step_id, sg::now_s())
+                ? setup_.early_commit
+                : nullptr;
+        setup_.pool->start_async(R, [this, &p, &out, early](std::size_t r) {
+            const std::size_t begin = rank_begin_[r];
+            const std::size_t n = rank_begin_[r + 1] - begin;
+            draw_outcomes(p, begin, begin + n, out, rank_counts_[r]);
+            if (early != nullptr)
+                early->commit_rank_early(r, std::span<const SeqSchedule>(p.seqs).subspan(begin, n),
+                                         std::span<const SeqOutcome>(out.seqs).subspan(begin, n));
         });
     }
     {

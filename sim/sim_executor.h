@@ -20,6 +20,7 @@
 #include "sim/outcome_model/outcome_models.h"
 #include "sim/outcome_model/routing_model.h"
 #include "sim/parallel/worker_pool.h"
+#include "sim/scheduler/early_commit.h"
 #include "sim/sg_compat.h"
 
 namespace deepinfer::sim {
@@ -82,6 +83,9 @@ struct SimExecutorSetup {
     /// on the workers while the step runs in simulated time (WorkerPool::start_async). Results are
     /// the same for any thread count. Must outlive the executor.
     WorkerPool* pool = nullptr;
+    /// The instance's DP scheduler, to commit each rank right after its draws on the workers (may be
+    /// null: the Instance commits after the step). Only with `pool` and the DSpark model.
+    EarlyCommit* early_commit = nullptr;
 };
 
 class SimExecutor final : public engine::Executor {

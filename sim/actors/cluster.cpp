@@ -132,7 +132,9 @@ void Cluster::build_engine(Node& n) {
             .dspark_acceptance = config_.acceptance.model == "dspark"
                                      ? std::optional<AcceptanceModelConfig>(config_.acceptance.dspark)
                                      : std::nullopt,
-            .pool = role == InstanceRole::kDecode ? pool_.get() : nullptr},
+            .pool = role == InstanceRole::kDecode ? pool_.get() : nullptr,
+            // NOTE: not with faults: the fault injector reads and changes instances at any time.
+            .early_commit = role == InstanceRole::kDecode && !faults_on() ? n.group : nullptr},
         cost_, *n.ep, acceptance_, rng_.fork(rng_name), [this, raw, epoch](const StepRecord& s) {
             if (raw->epoch == epoch) on_step(*raw, s);
         });
@@ -231,21 +233,20 @@ std::vector<InstanceLoad> Cluster::loads(const std::vector<std::unique_ptr<Node>
                                                    : deepinfer::InstanceRole::kDecode;
         l.ranks.resize(static_cast<std::size_t>(n->group->num_ranks()));
         for (std::int32_t r = 0; r < n->group->num_ranks(); ++r) {
-            const Scheduler& s = n->group->rank(r);
+            // NOTE: through rank_load: a decode step being committed early serves the loads as they
+            // were before its commit (and stay until the Instance commits it).
+            const DpGroupScheduler::RankLoad s = n->group->rank_load(r);
             DpRankLoad& d = l.ranks[static_cast<std::size_t>(r)];
             const auto pending = n->rank_pending_tokens[static_cast<std::size_t>(r)];
-            d.num_running_seqs = static_cast<std::int32_t>(s.num_running());
-            d.num_waiting_seqs = static_cast<std::int32_t>(s.num_waiting());
+            d.num_running_seqs = s.num_running;
+            d.num_waiting_seqs = s.num_waiting;
             if (n->role == InstanceRole::kPrefill)
                 d.num_pending_prefill_tokens = pending;
             else
                 d.num_waiting_seqs += static_cast<std::int32_t>(pending);  // handoffs in flight
-            const KvBlockPool& pool = s.pool();
             d.kv_free_fraction =
-                pool.num_blocks_total() > 0
-                    ? static_cast<double>(pool.num_allocatable_blocks()) / pool.num_blocks_total()
-                    : 0.0;
-            d.max_num_seqs = s.config().max_num_seqs;
+                s.total_blocks > 0 ? static_cast<double>(s.allocatable_blocks) / s.total_blocks : 0.0;
+            d.max_num_seqs = s.max_num_seqs;
         }
         out.push_back(std::move(l));
     }

@@ -75,6 +75,55 @@ StepPlan DpGroupScheduler::schedule(double now_s) {
     return merged;
 }
 
+void DpGroupScheduler::index_parts(const Launched& launched) {
+    part_at_.assign(ranks_.size(), -1);
+    first_.assign(launched.parts.size() + 1, 0);  // parts' offsets into the plan
+    for (std::size_t i = 0; i < launched.parts.size(); ++i) {
+        part_at_[static_cast<std::size_t>(launched.parts[i].rank)] = static_cast<std::int32_t>(i);
+        first_[i + 1] = first_[i] + launched.parts[i].num_seqs;
+    }
+    results_.resize(ranks_.size());
+}
+
+DpGroupScheduler::RankLoad DpGroupScheduler::rank_load(std::int32_t r) const {
+    if (early_step_ >= 0) return early_loads_[static_cast<std::size_t>(r)];
+    const Scheduler& s = *ranks_[static_cast<std::size_t>(r)];
+    return RankLoad{.num_running = static_cast<std::int32_t>(s.num_running()),
+                    .num_waiting = static_cast<std::int32_t>(s.num_waiting()),
+                    .allocatable_blocks = s.pool().num_allocatable_blocks(),
+                    .total_blocks = s.pool().num_blocks_total(),
+                    .max_num_seqs = s.config().max_num_seqs};
+}
+
+bool DpGroupScheduler::begin_early_commit(std::int64_t step_id, double now_s) {
+    if (pool_ == nullptr || early_step_ >= 0 || launched_.empty() || launched_.front().step_id != step_id)
+        return false;
+    for (const auto& rank : ranks_)
+        if (rank->prefix_cache().enabled()) return false;
+    early_loads_.resize(ranks_.size());
+    for (std::size_t r = 0; r < ranks_.size(); ++r) early_loads_[r] = rank_load(static_cast<std::int32_t>(r));
+    index_parts(launched_.front());
+    early_step_ = step_id;
+    early_now_s_ = now_s;
+    return true;
+}
+
+void DpGroupScheduler::commit_rank_early(std::size_t r, std::span<const SeqSchedule> seqs,
+                                         std::span<const SeqOutcome> outcomes) {
+    DI_CHECK(early_step_ >= 0 && r < ranks_.size(), "early commit of rank " << r << " outside a step");
+    const std::int32_t part = part_at_[r];
+    const std::size_t n = part < 0 ? 0 : launched_.front().parts[static_cast<std::size_t>(part)].num_seqs;
+    DI_CHECK(seqs.size() == n && outcomes.size() == n,
+             "early commit of rank " << r << ": " << seqs.size() << " sequences, its part has " << n);
+    if (part < 0) {
+        results_[r].progress.clear();
+        results_[r].finished.clear();
+        return;
+    }
+    // NOTE: no rank keeps a prefix cache (begin_early_commit), so the commit time is not read.
+    ranks_[r]->commit(seqs, outcomes, early_now_s_, results_[r]);
+}
+
 CommitResult DpGroupScheduler::commit(const StepPlan& plan, const StepOutcome& outcome, double now_s) {
     DI_CHECK(!launched_.empty() && launched_.front().step_id == plan.step_id,
              "DP group commit of step " << plan.step_id << " out of launch order");
@@ -82,35 +131,34 @@ CommitResult DpGroupScheduler::commit(const StepPlan& plan, const StepOutcome& o
              "outcome has " << outcome.seqs.size() << " sequences, plan " << plan.seqs.size());
     const Launched launched = std::move(launched_.front());
     launched_.pop_front();
-    const std::size_t R = ranks_.size();
-    // Tasks are per rank (not per part) so that a rank's scratch stays on one thread.
-    part_at_.assign(R, -1);
-    first_.assign(launched.parts.size() + 1, 0);  // parts' offsets into the plan
-    for (std::size_t i = 0; i < launched.parts.size(); ++i) {
-        part_at_[static_cast<std::size_t>(launched.parts[i].rank)] = static_cast<std::int32_t>(i);
-        first_[i + 1] = first_[i] + launched.parts[i].num_seqs;
+    if (early_step_ == plan.step_id) {
+        early_step_ = -1;  // the ranks were committed as their outcomes were drawn
+        DI_CHECK(first_.back() == plan.seqs.size(),
+                 "DP group plan of " << plan.seqs.size() << " sequences, parts " << first_.back());
+    } else {
+        index_parts(launched);
+        DI_CHECK(first_.back() == plan.seqs.size(),
+                 "DP group plan of " << plan.seqs.size() << " sequences, parts " << first_.back());
+        const std::span<const SeqSchedule> seqs(plan.seqs);
+        const std::span<const SeqOutcome> outcomes(outcome.seqs);
+        // Tasks are per rank (not per part) so that a rank's scratch stays on one thread.
+        auto commit_rank = [&](std::size_t r) {
+            if (part_at_[r] < 0) {
+                results_[r].progress.clear();
+                results_[r].finished.clear();
+                return;
+            }
+            const auto i = static_cast<std::size_t>(part_at_[r]);
+            const std::size_t at = first_[i];
+            const std::size_t n = launched.parts[i].num_seqs;
+            // The rank's slice of the step, committed in place (its result slot's buffers are reused).
+            ranks_[r]->commit(seqs.subspan(at, n), outcomes.subspan(at, n), now_s, results_[r]);
+        };
+        if (pool_ != nullptr)
+            pool_->run(ranks_.size(), commit_rank);
+        else
+            for (std::size_t r = 0; r < ranks_.size(); ++r) commit_rank(r);
     }
-    DI_CHECK(first_.back() == plan.seqs.size(),
-             "DP group plan of " << plan.seqs.size() << " sequences, parts " << first_.back());
-    results_.resize(R);
-    const std::span<const SeqSchedule> seqs(plan.seqs);
-    const std::span<const SeqOutcome> outcomes(outcome.seqs);
-    auto commit_rank = [&](std::size_t r) {
-        if (part_at_[r] < 0) {
-            results_[r].progress.clear();
-            results_[r].finished.clear();
-            return;
-        }
-        const auto i = static_cast<std::size_t>(part_at_[r]);
-        const std::size_t at = first_[i];
-        const std::size_t n = launched.parts[i].num_seqs;
-        // The rank's slice of the step, committed in place (its result slot's buffers are reused).
-        ranks_[r]->commit(seqs.subspan(at, n), outcomes.subspan(at, n), now_s, results_[r]);
-    };
-    if (pool_ != nullptr)
-        pool_->run(R, commit_rank);
-    else
-        for (std::size_t r = 0; r < R; ++r) commit_rank(r);
     CommitResult result;
     for (const Part& part : launched.parts) {  // rank order; copied, see schedule()
         const CommitResult& r = results_[static_cast<std::size_t>(part.rank)];

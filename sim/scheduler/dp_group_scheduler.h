@@ -13,10 +13,11 @@
 #include "policies/scheduler/scheduler.h"
 #include "policies/scheduler/step_scheduler.h"
 #include "sim/parallel/worker_pool.h"
+#include "sim/scheduler/early_commit.h"
 
 namespace deepinfer::sim {
 
-class DpGroupScheduler final : public StepScheduler {
+class DpGroupScheduler final : public StepScheduler, public EarlyCommit {
 public:
     /// `ranks[r]` plans DP rank r (its config's dp_rank must be r). `verify[r]` (may be empty or hold
     /// nulls) is the verify policy ranks[r] points to; owned here so that it outlives the rank.
@@ -38,7 +39,26 @@ public:
     void set_worker_pool(WorkerPool* pool) { pool_ = pool; }
 
     std::int32_t num_ranks() const { return static_cast<std::int32_t>(ranks_.size()); }
+    /// The rank's scheduler (live state: not while a step is committed early, see rank_load).
     const Scheduler& rank(std::int32_t r) const { return *ranks_[static_cast<std::size_t>(r)]; }
+
+    /// What a router weighs about a rank.
+    struct RankLoad {
+        std::int32_t num_running = 0;
+        std::int32_t num_waiting = 0;
+        std::int32_t allocatable_blocks = 0;
+        std::int32_t total_blocks = 0;
+        std::int32_t max_num_seqs = 0;
+    };
+    /// The rank's load; while a step is committed early, as it was when that commit began (which is
+    /// what it stays until the Instance commits the step).
+    RankLoad rank_load(std::int32_t r) const;
+
+    /// EarlyCommit: only with a worker pool and when no rank keeps a prefix cache (a rank's commit
+    /// then does not depend on the commit time).
+    bool begin_early_commit(std::int64_t step_id, double now_s) override;
+    void commit_rank_early(std::size_t rank, std::span<const SeqSchedule> seqs,
+                           std::span<const SeqOutcome> outcomes) override;
 
 private:
     struct Part {
@@ -60,6 +80,12 @@ private:
     std::vector<CommitResult> results_;
     std::vector<std::int32_t> part_at_;  // per rank: its part of the step being committed, or -1
     std::vector<std::size_t> first_;     // per part: its offset into the plan
+    /// Maps the parts of `launched` (the step being committed) to ranks and plan offsets.
+    void index_parts(const Launched& launched);
+    /// The step committed early (-1: none), the time it began, and the ranks' loads then.
+    std::int64_t early_step_ = -1;
+    double early_now_s_ = 0;
+    std::vector<RankLoad> early_loads_;
 };
 
 }  // namespace deepinfer::sim

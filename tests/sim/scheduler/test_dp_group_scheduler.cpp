@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,7 @@ TEST_CASE("DpGroupScheduler: an arrival on an idle rank waits for another rank's
 namespace {
 
 /// A 4-rank group with speculation, optionally planning on `pool`.
-std::unique_ptr<sim::DpGroupScheduler> make_group(sim::WorkerPool* pool) {
+std::unique_ptr<sim::DpGroupScheduler> make_group(sim::WorkerPool* pool, bool prefix_cache = true) {
     std::vector<std::unique_ptr<Scheduler>> ranks;
     for (std::int32_t r = 0; r < 4; ++r) {
         SchedulerConfig cfg;
@@ -59,6 +60,7 @@ std::unique_ptr<sim::DpGroupScheduler> make_group(sim::WorkerPool* pool) {
         cfg.num_speculative_tokens = 3;
         cfg.max_num_batched_tokens = 64;
         cfg.kv = tiny_kv(60, 16, 10);
+        cfg.prefix_cache.enabled = prefix_cache;
         ranks.push_back(std::make_unique<Scheduler>(cfg));
     }
     auto group = std::make_unique<sim::DpGroupScheduler>(std::move(ranks),
@@ -67,9 +69,39 @@ std::unique_ptr<sim::DpGroupScheduler> make_group(sim::WorkerPool* pool) {
     return group;
 }
 
-/// Every plan and commit of a run as text, in order.
-std::vector<std::string> run_group(sim::WorkerPool* pool) {
-    auto group = make_group(pool);
+bool same_load(const sim::DpGroupScheduler::RankLoad& a, const sim::DpGroupScheduler::RankLoad& b) {
+    return a.num_running == b.num_running && a.num_waiting == b.num_waiting &&
+           a.allocatable_blocks == b.allocatable_blocks && a.total_blocks == b.total_blocks &&
+           a.max_num_seqs == b.max_num_seqs;
+}
+
+/// Commits `plan` rank by rank through EarlyCommit, as the SimExecutor does on its workers, checking
+/// that the loads a router reads meanwhile are those from before the commit.
+CommitResult commit_early(sim::DpGroupScheduler& group, sim::WorkerPool& pool, const StepPlan& plan,
+                          const StepOutcome& out, double now_s) {
+    std::vector<sim::DpGroupScheduler::RankLoad> before;
+    for (std::int32_t r = 0; r < group.num_ranks(); ++r) before.push_back(group.rank_load(r));
+    REQUIRE(group.begin_early_commit(plan.step_id, now_s));
+    const auto R = static_cast<std::size_t>(group.num_ranks());
+    std::vector<std::size_t> first(R + 1, plan.seqs.size());  // each rank's slice of the plan
+    for (std::size_t i = plan.seqs.size(); i-- > 0;)
+        first[static_cast<std::size_t>(plan.seqs[i].dp_rank)] = i;
+    for (std::size_t r = R; r-- > 0;) first[r] = std::min(first[r], first[r + 1]);
+    pool.start_async(R, [&](std::size_t r) {
+        const std::size_t n = first[r + 1] - first[r];
+        group.commit_rank_early(r, std::span<const SeqSchedule>(plan.seqs).subspan(first[r], n),
+                                std::span<const SeqOutcome>(out.seqs).subspan(first[r], n));
+    });
+    pool.wait_async();
+    for (std::int32_t r = 0; r < group.num_ranks(); ++r)
+        CHECK(same_load(group.rank_load(r), before[static_cast<std::size_t>(r)]));
+    return group.commit(plan, out, now_s);
+}
+
+/// Every plan and commit of a run as text, in order. `early`: commits go through EarlyCommit on
+/// `pool` (the ranks then keep no prefix cache, as early commits require).
+std::vector<std::string> run_group(sim::WorkerPool* pool, bool prefix_cache = true, bool early = false) {
+    auto group = make_group(pool, prefix_cache);
     engine::ManualClock clock;
     FakeExecutor exec(&clock);
     // Accepted drafts vary with the request and its position, so ranks progress unevenly.
@@ -91,7 +123,9 @@ std::vector<std::string> run_group(sim::WorkerPool* pool) {
             line += " " + std::to_string(s.request.value()) + "@" + std::to_string(s.dp_rank) + ":" +
                     std::to_string(s.num_new_tokens) + "/" + std::to_string(s.num_verify_tokens);
         log.push_back(line);
-        const CommitResult r = group->commit(plan, exec.wait(exec.launch(plan)), clock.now_s());
+        const StepOutcome out = exec.wait(exec.launch(plan));
+        const CommitResult r = early ? commit_early(*group, *pool, plan, out, clock.now_s())
+                                     : group->commit(plan, out, clock.now_s());
         line = "commit";
         for (const TokenProgress& p : r.progress)
             line += " " + std::to_string(p.request.value()) + "+" + std::to_string(p.num_new_output_tokens);
@@ -112,4 +146,30 @@ TEST_CASE("DpGroupScheduler: ranks planned and committed on worker threads give 
         INFO("threads " << threads);
         CHECK(run_group(&pool) == serial);
     }
+}
+
+TEST_CASE("DpGroupScheduler: ranks committed early, as their outcomes are drawn, give the same steps",
+          "[sim][scheduler][parallel]") {
+    const std::vector<std::string> serial = run_group(nullptr, /*prefix_cache=*/false);
+    for (const std::int32_t threads : {1, 2, 3}) {
+        sim::WorkerPool pool(threads);
+        INFO("threads " << threads);
+        CHECK(run_group(&pool, /*prefix_cache=*/false, /*early=*/true) == serial);
+    }
+    // A rank with a prefix cache registers blocks at the commit time: no early commit then.
+    sim::WorkerPool pool(2);
+    auto group = make_group(&pool, /*prefix_cache=*/true);
+    const auto reqs = make_requests(1, 30, 40);
+    group->add_request(reqs[0], 0);
+    const StepPlan plan = group->schedule(0.0);
+    REQUIRE_FALSE(plan.empty());
+    CHECK_FALSE(group->begin_early_commit(plan.step_id, 0.0));
+    // Nor for a step that is not the oldest in flight.
+    auto no_cache = make_group(&pool, /*prefix_cache=*/false);
+    no_cache->add_request(reqs[0], 0);
+    const StepPlan next = no_cache->schedule(0.0);
+    REQUIRE_FALSE(next.empty());
+    CHECK_FALSE(no_cache->begin_early_commit(next.step_id + 1, 0.0));
+    CHECK(no_cache->begin_early_commit(next.step_id, 0.0));
+    CHECK_FALSE(no_cache->begin_early_commit(next.step_id, 0.0));  // once per step
 }
