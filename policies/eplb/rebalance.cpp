@@ -185,8 +185,72 @@ LayerPlacement resplit_layer(const LayerPlacement& layer, std::span<const double
     return out;
 }
 
+namespace {
+
+/// improve_layer for node-first placements: each node's slots get their own rounds (`budgets[i]`
+/// per node), so every expert stays on its node. Empty when an expert has replicas on two nodes
+/// (such a layer was not placed node-first).
+std::vector<LayerPlacement> improve_layer_by_node(const LayerPlacement& layer, std::span<const double> loads,
+                                                  const PlacementOptions& o,
+                                                  std::span<const std::int32_t> budgets) {
+    const auto num_slots = static_cast<std::int32_t>(layer.phy2log.size());
+    const std::int32_t node_slots = num_slots / o.num_nodes;
+    const std::int32_t gpus_per_node = o.num_gpus / o.num_nodes;
+    std::vector<std::int32_t> node_of(loads.size(), -1);
+    for (std::int32_t s = 0; s < num_slots; ++s) {
+        std::int32_t& node = node_of[ix(layer.phy2log[ix(s)].value())];
+        if (node >= 0 && node != s / node_slots) return {};
+        node = s / node_slots;
+    }
+    const bool shares = layer.replica_share.size() == layer.phy2log.size();
+    // Per node: its experts (ascending ids, local ids are their ranks) and its solutions per budget.
+    std::vector<std::vector<std::int32_t>> experts(ix(o.num_nodes));
+    for (std::size_t e = 0; e < loads.size(); ++e)
+        if (node_of[e] >= 0) experts[ix(node_of[e])].push_back(static_cast<std::int32_t>(e));
+    std::vector<std::vector<eplb_detail::FlatSolution>> solutions(ix(o.num_nodes));
+    std::size_t num_out = 0;
+    for (std::int32_t node = 0; node < o.num_nodes; ++node) {
+        const std::vector<std::int32_t>& ids = experts[ix(node)];
+        std::vector<double> local_loads;
+        for (std::int32_t e : ids) local_loads.push_back(loads[ix(e)]);
+        std::vector<std::int32_t> start;
+        for (std::int32_t s = node * node_slots; s < (node + 1) * node_slots; ++s) {
+            const std::int32_t e = layer.phy2log[ix(s)].value();
+            start.push_back(
+                static_cast<std::int32_t>(std::lower_bound(ids.begin(), ids.end(), e) - ids.begin()));
+        }
+        const std::span<const double> start_share =
+            shares
+                ? std::span<const double>(layer.replica_share).subspan(ix(node * node_slots), ix(node_slots))
+                : std::span<const double>();
+        solutions[ix(node)] = eplb_detail::improve_flat(local_loads, gpus_per_node, start, start_share,
+                                                        split_of(o.split), limits_of(o), budgets);
+        num_out = std::max(num_out, solutions[ix(node)].size());
+    }
+    // Candidate i takes each node's solution after budgets[i] rounds (its last one where its rounds
+    // stopped improving earlier).
+    std::vector<LayerPlacement> out(num_out, layer);
+    for (std::size_t i = 0; i < num_out; ++i) {
+        LayerPlacement& p = out[i];
+        p.replica_share.assign(layer.phy2log.size(), 0.0);
+        for (std::int32_t node = 0; node < o.num_nodes; ++node) {
+            const auto& sols = solutions[ix(node)];
+            const eplb_detail::FlatSolution& sol = sols[std::min(i, sols.size() - 1)];
+            const std::vector<std::int32_t>& ids = experts[ix(node)];
+            for (std::int32_t s = 0; s < node_slots; ++s) {
+                p.phy2log[ix(node * node_slots + s)] = LogicalExpertId(ids[ix(sol.expert[ix(s)])]);
+                p.replica_share[ix(node * node_slots + s)] = sol.share[ix(s)];
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
 std::vector<LayerPlacement> improve_layer(const LayerPlacement& layer, std::span<const double> loads,
                                           const PlacementOptions& o, std::span<const std::int32_t> budgets) {
+    if (o.hierarchical && o.num_nodes > 1) return improve_layer_by_node(layer, loads, o, budgets);
     std::vector<std::int32_t> start;
     start.reserve(layer.phy2log.size());
     for (const LogicalExpertId e : layer.phy2log) start.push_back(e.value());

@@ -113,8 +113,10 @@ LayerPlacement resplit_layer(const LayerPlacement& layer, std::span<const double
 /// `layer` after `budgets[i]` move-aware rounds, one placement per budget (non-decreasing; fewer when
 /// the rounds stop improving). A round is a swap of replicas between the most-loaded GPU and another
 /// (two copies) or a replica move from a cold expert to a hot one (one copy), whichever lowers the
-/// max GPU load more; see eplb_detail::improve_flat. The split is re-balanced (weighted). Flat
-/// placements only: rounds ignore node groups.
+/// max GPU load more; see eplb_detail::improve_flat. The split is re-balanced (weighted). With
+/// node-first placement (`options.hierarchical`, several nodes) each node gets `budgets[i]` rounds
+/// of its own, so every expert stays on its node; a layer whose experts are not node-local then
+/// yields no placement.
 std::vector<LayerPlacement> improve_layer(const LayerPlacement& layer, std::span<const double> loads,
                                           const PlacementOptions& options,
                                           std::span<const std::int32_t> budgets);

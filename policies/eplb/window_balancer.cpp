@@ -97,7 +97,8 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
     if (cost_rule) {
         // Per layer, the candidate that saves the most time over the period net of its own copies:
         // keep the slots and re-balance only the router split (no copies), a few move-aware rounds
-        // from the current slots (flat placements; improve_layer), or the new placement. The chosen
+        // from the current slots (improve_layer; node by node with node-first placement), or the new
+        // placement. The chosen
         // layers' copies cost at most the sum of their own costs, so the whole re-placement still
         // passes the rule below.
         const double per_token_s = config_.s_per_token * config_.period_steps;
@@ -127,11 +128,10 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
                     best_kind = k;
                 }
             };
-            if (!config_.placement.hierarchical)
-                for (LayerPlacement& cand : improve_layer(now, w, config_.placement, kRoundBudgets)) {
-                    const double cand_max = measure_balance(cand, w, current_.num_gpus).max_gpu_load;
-                    consider(std::move(cand), cand_max, Kind::kSwapped);
-                }
+            for (LayerPlacement& cand : improve_layer(now, w, config_.placement, kRoundBudgets)) {
+                const double cand_max = measure_balance(cand, w, current_.num_gpus).max_gpu_load;
+                consider(std::move(cand), cand_max, Kind::kSwapped);
+            }
             consider(aligned.layers[l], new_max[l], Kind::kNew);
             aligned.layers[l] = std::move(best);
             new_max[l] = best_max;

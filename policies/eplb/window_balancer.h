@@ -29,8 +29,8 @@ struct BalancerConfig {
     ///   (old - candidate max GPU load, tokens/step) * s_per_token * period_steps - its copies' time
     /// (max bytes into one GPU / copy_bytes_per_s) wins among: keeping the slots with only the
     /// router split re-balanced for the predicted loads (weighted split; no copies), 1, 2, 4, ... 32
-    /// move-aware rounds from the current slots (flat placements; improve_layer: swaps and replica
-    /// moves), and the new placement. Then the
+    /// move-aware rounds from the current slots (improve_layer: swaps and replica moves; node by node
+    /// with node-first placement), and the new placement. Then the
     /// re-placement is skipped when gain_s < cost_s, where
     ///   gain_s = sum over layers of (old - chosen max GPU load) * s_per_token * period_steps
     ///   cost_s = max bytes copied into one GPU / copy_bytes_per_s.

@@ -212,3 +212,54 @@ TEST_CASE("EPLB: improve_layer moves a cold expert's replica to a hot expert in 
     CHECK(check.validate().empty());
     CHECK(measure_balance(moved[0], w, 4).max_gpu_load < 0.6 * measure_balance(layer, w, 4).max_gpu_load);
 }
+
+TEST_CASE("EPLB: improve_layer keeps node-first placements node-local and lowers the max GPU load",
+          "[policies][eplb]") {
+    // Node-first on 2 nodes of 8 GPUs: rounds run inside each node, so every expert keeps all its
+    // replicas on its node, and a round changes at most two slots per node.
+    const auto split = GENERATE(SplitMode::kWeighted, SplitMode::kUniform);
+    const PlacementOptions o{
+        .num_gpus = 16, .num_nodes = 2, .redundant_per_gpu = 1, .hierarchical = true, .split = split};
+    const auto before = synthetic(SyntheticLoadSpec::Shape::kZipf, 0.8, 1, 64, 1);
+    const auto after = synthetic(SyntheticLoadSpec::Shape::kZipf, 0.8, 1, 64, 2);
+    const LayerPlacement old_layer = compute_placement(before, o).placement.layers.front();
+    const auto w = after.layer(0);
+    const std::int32_t node_slots = static_cast<std::int32_t>(old_layer.phy2log.size()) / 2;
+    auto node_of = [&](const LayerPlacement& layer) {
+        std::vector<std::int32_t> node(64, -1);
+        for (std::size_t s = 0; s < layer.phy2log.size(); ++s) {
+            std::int32_t& n = node[static_cast<std::size_t>(layer.phy2log[s].value())];
+            const auto here = static_cast<std::int32_t>(s) / node_slots;
+            if (n >= 0 && n != here) return std::vector<std::int32_t>{};  // not node-local
+            n = here;
+        }
+        return node;
+    };
+    const auto start_nodes = node_of(old_layer);
+    REQUIRE(!start_nodes.empty());
+    double prev_max = measure_balance(resplit_layer(old_layer, w, o), w, o.num_gpus).max_gpu_load;
+    const double start_max = prev_max;
+    const std::vector<std::int32_t> budgets{1, 2, 4, 8};
+    const std::vector<LayerPlacement> better = improve_layer(old_layer, w, o, budgets);
+    REQUIRE(!better.empty());
+    for (std::size_t i = 0; i < better.size(); ++i) {
+        INFO("rounds per node " << budgets[i]);
+        ExpertPlacement check{
+            .num_gpus = 16, .num_nodes = 2, .num_logical_experts = 64, .layers = {better[i]}};
+        REQUIRE(check.validate().empty());
+        CHECK(node_of(better[i]) == start_nodes);
+        std::int32_t changed = 0;
+        for (std::size_t s = 0; s < better[i].phy2log.size(); ++s)
+            changed += better[i].phy2log[s] != old_layer.phy2log[s];
+        CHECK(changed <= 2 * 2 * budgets[i]);
+        const double m = measure_balance(better[i], w, o.num_gpus).max_gpu_load;
+        CHECK(m <= prev_max * (1.0 + 1e-12));
+        prev_max = m;
+    }
+    CHECK(prev_max < start_max);
+    // A layer whose experts span nodes was not placed node-first: no rounds for it.
+    LayerPlacement mixed = old_layer;
+    mixed.phy2log.back() = mixed.phy2log.front();  // slot 0's expert gains a replica on node 1
+    REQUIRE(node_of(mixed).empty());
+    CHECK(improve_layer(mixed, w, o, budgets).empty());
+}

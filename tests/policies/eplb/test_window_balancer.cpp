@@ -193,3 +193,40 @@ TEST_CASE("WindowBalancer: per-layer choices spread over threads give the same p
     CHECK(serial.stats().num_layers_swapped == threaded.stats().num_layers_swapped);
     CHECK(serial.stats().num_layers_new == threaded.stats().num_layers_new);
 }
+
+TEST_CASE("WindowBalancer: with node-first placement the move-aware rounds stay inside each node",
+          "[policies][eplb]") {
+    // 2 nodes x 2 GPUs x 3 slots, experts 0-3 on node 0 and 4-7 on node 1 (GPU 0: 0 1 2, GPU 1:
+    // 3 0 1, GPU 2: 4 5 6, GPU 3: 7 4 5). Expert 2 turns hot: one copy inside node 0 gives it a
+    // second replica, which beats placing the layer anew.
+    auto c = config(4, 4);
+    c.placement.num_nodes = 2;
+    c.placement.hierarchical = true;
+    c.expert_bytes = 1'000'000'000;
+    c.copy_bytes_per_s = 1e9;  // one expert copy: 1 s
+    c.s_per_token = 0.01;
+    ExpertPlacement start = make_identity_placement(2, 8, 4);
+    start.num_nodes = 2;
+    for (auto& layer : start.layers) {
+        layer.phy2log.clear();
+        for (std::int32_t e : {0, 1, 2, 3, 0, 1, 4, 5, 6, 7, 4, 5}) layer.phy2log.emplace_back(e);
+    }
+    REQUIRE(start.validate().empty());
+    WindowBalancer b(c, start);
+    std::optional<ExpertPlacement> placed;
+    for (std::int64_t step = 0; step < 4; ++step) {
+        b.observe(step, sample(2, 1000));
+        if (auto p = b.maybe_replace(step)) placed = std::move(p);
+    }
+    REQUIRE(placed.has_value());
+    CHECK(b.stats().num_layers_swapped == 2);
+    for (const LayerPlacement& layer : placed->layers) {
+        std::int32_t replicas_of_2 = 0;
+        for (std::size_t s = 0; s < layer.phy2log.size(); ++s) {
+            const std::int32_t e = layer.phy2log[s].value();
+            CHECK((e < 4) == (s < 6));  // every expert on its node
+            replicas_of_2 += e == 2 ? 1 : 0;
+        }
+        CHECK(replicas_of_2 == 2);
+    }
+}
