@@ -1,15 +1,10 @@
 // WindowBalancer: bucketed sliding window of expert loads, prediction, periodic re-placement.
 #include "policies/eplb/window_balancer.h"
 
-#include <array>
-
 #include "policies/common/check.h"
 
 namespace deepinfer {
 namespace {
-
-/// Round budgets of the move-aware candidates of a layer (a round copies one or two replicas).
-constexpr std::array<std::int32_t, 6> kRoundBudgets{1, 2, 4, 8, 16, 32};
 
 [[noreturn]] void bad(const std::string& name, const std::string& expected, std::int64_t got) {
     throw ConfigError("eplb options", name, expected, std::to_string(got));
@@ -95,57 +90,21 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
     std::vector<double> new_max(next.layers.size());
     for (std::size_t l = 0; l < next.layers.size(); ++l) new_max[l] = next.layers[l].max_gpu_load;
     if (cost_rule) {
-        // Per layer, the candidate that saves the most time over the period net of its own copies:
-        // keep the slots and re-balance only the router split (no copies), a few move-aware rounds
-        // from the current slots (improve_layer; node by node with node-first placement), or the new
-        // placement. The chosen
-        // layers' copies cost at most the sum of their own costs, so the whole re-placement still
-        // passes the rule below.
-        const double per_token_s = config_.s_per_token * config_.period_steps;
-        enum class Kind : std::uint8_t { kKept, kSwapped, kNew };
-        std::vector<Kind> kind(aligned.layers.size(), Kind::kNew);
-        auto choose_layer = [&](std::size_t l) {
-            const auto w = predicted.layer(static_cast<std::int32_t>(l));
-            const LayerPlacement& now = current_.layers[l];
-            const ExpertPlacement from{
-                current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {now}};
-            auto copy_s = [&](const LayerPlacement& to) {
-                const ExpertPlacement b{
-                    current_.num_gpus, current_.num_nodes, current_.num_logical_experts, {to}};
-                return static_cast<double>(plan_moves(from, b, config_.expert_bytes).max_bytes_into_gpu) /
-                       config_.copy_bytes_per_s;
-            };
-            LayerPlacement best = resplit_layer(now, w, config_.placement);
-            double best_max = measure_balance(best, w, current_.num_gpus).max_gpu_load;
-            double best_value = -best_max * per_token_s;
-            Kind best_kind = Kind::kKept;
-            auto consider = [&](LayerPlacement cand, double cand_max, Kind k) {
-                const double value = -cand_max * per_token_s - copy_s(cand);
-                if (value > best_value) {
-                    best = std::move(cand);
-                    best_max = cand_max;
-                    best_value = value;
-                    best_kind = k;
-                }
-            };
-            for (LayerPlacement& cand : improve_layer(now, w, config_.placement, kRoundBudgets)) {
-                const double cand_max = measure_balance(cand, w, current_.num_gpus).max_gpu_load;
-                consider(std::move(cand), cand_max, Kind::kSwapped);
-            }
-            consider(aligned.layers[l], new_max[l], Kind::kNew);
-            aligned.layers[l] = std::move(best);
-            new_max[l] = best_max;
-            kind[l] = best_kind;
-        };
-        // Each layer writes only its own slots, so running them in parallel changes nothing.
-        if (config_.parallel_for)
-            config_.parallel_for(aligned.layers.size(), choose_layer);
-        else
-            for (std::size_t l = 0; l < aligned.layers.size(); ++l) choose_layer(l);
-        for (const Kind k : kind) {
-            stats_.num_layers_kept += k == Kind::kKept ? 1 : 0;
-            stats_.num_layers_swapped += k == Kind::kSwapped ? 1 : 0;
-            stats_.num_layers_new += k == Kind::kNew ? 1 : 0;
+        // Per layer, the candidate that saves the most time over the period net of its own copies
+        // (choose_moves). The chosen layers' copies cost at most the sum of their own costs, so the
+        // whole re-placement still passes the rule below.
+        MoveAwareChoice choice = choose_moves(
+            current_, predicted, aligned, new_max, config_.placement,
+            MoveCost{.expert_bytes = config_.expert_bytes,
+                     .copy_bytes_per_s = config_.copy_bytes_per_s,
+                     .s_per_token = config_.s_per_token * config_.period_steps},
+            config_.parallel_for);
+        aligned = std::move(choice.placement);
+        new_max = std::move(choice.max_load);
+        for (const LayerMove k : choice.kind) {
+            stats_.num_layers_kept += k == LayerMove::kKept ? 1 : 0;
+            stats_.num_layers_swapped += k == LayerMove::kRounds ? 1 : 0;
+            stats_.num_layers_new += k == LayerMove::kNew ? 1 : 0;
         }
     }
     MovePlan moves = plan_moves(current_, aligned, config_.expert_bytes);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "policies/eplb/balancer.h"
+#include "policies/eplb/move_aware.h"
 #include "policies/eplb/moves.h"
 #include "policies/eplb/predictor.h"
 #include "policies/eplb/rebalance.h"
@@ -39,9 +40,9 @@ struct BalancerConfig {
     double copy_bytes_per_s = 0.0;
     /// Seconds of MoE time per token on a GPU (one layer).
     double s_per_token = 0.0;
-    /// Runs fn(i) for i in [0, n), possibly on several threads (the per-layer choices of the cost
-    /// rule are independent); unset: one after the other. Results do not depend on it.
-    std::function<void(std::size_t n, const std::function<void(std::size_t)>& fn)> parallel_for;
+    /// Runs the per-layer choices of the cost rule (independent), possibly on several threads; unset:
+    /// one after the other. Results do not depend on it.
+    ParallelFor parallel_for;
 };
 
 class WindowBalancer final : public ExpertBalancer {
