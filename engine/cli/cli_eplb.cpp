@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "engine/cli/commands.h"
 #include "policies/common/check.h"
 #include "policies/common/json_reader.h"
 #include "policies/eplb/eplb_json.h"
+#include "policies/eplb/move_aware.h"
+#include "policies/eplb/moves.h"
 #include "policies/eplb/predictor.h"
 #include "policies/eplb/rebalance.h"
 
@@ -34,6 +37,12 @@ struct EplbArgs {
     bool replay = false;
     double drift_weight = -1.0;
     PlacementOptions options;
+    // Re-placement from the placement in force (--from) and the cost rule's inputs.
+    std::string from;
+    std::int64_t expert_bytes = 0;
+    double copy_gbps = 0.0;
+    double s_per_token = 0.0;
+    std::int64_t period_steps = 0;
 };
 
 double mean_of(const std::vector<LayerBalance>& layers, bool bound) {
@@ -85,30 +94,99 @@ void replay(const LoadTrace& trace, const EplbArgs& a) {
                 oracle / static_cast<double>(trace.windows.size() - 1));
 }
 
+/// The placement in force, checked against the trace and the options.
+ExpertPlacement read_current(const EplbArgs& a, const LoadTrace& trace) {
+    ExpertPlacement p = read_placement(a.from, trace.num_experts);
+    auto mismatch = [&](const std::string& field, std::int64_t want, std::int64_t got) {
+        if (want != got)
+            throw ConfigError(a.from, field, std::to_string(want) + " (as the trace and options say)",
+                              std::to_string(got));
+    };
+    mismatch("/layers", trace.num_layers, static_cast<std::int64_t>(p.layers.size()));
+    mismatch("/num_gpus", a.options.num_gpus, p.num_gpus);
+    mismatch("/num_nodes", a.options.num_nodes, p.num_nodes);
+    mismatch("slots per GPU (--redundant)", a.options.slots_per_gpu(trace.num_experts), p.slots_per_gpu());
+    return p;
+}
+
 int run(const EplbArgs& a) {
     const LoadTrace trace = read_load_trace(a.trace);
+    const std::optional<ExpertPlacement> current =
+        a.from.empty() ? std::nullopt : std::optional<ExpertPlacement>(read_current(a, trace));
+    const MoveCost cost{.expert_bytes = a.expert_bytes,
+                        .copy_bytes_per_s = a.copy_gbps * 1e9,
+                        .s_per_token = a.s_per_token * static_cast<double>(a.period_steps)};
     const auto t0 = std::chrono::steady_clock::now();
     const LoadMatrix loads = predicted_loads(trace, a);
-    const PlacementResult result = compute_placement(loads, a.options);
+    PlacementResult result = compute_placement(loads, a.options);
+    std::vector<LayerMove> kind;
+    if (current) {
+        // From the placement in force: the new one aligned to it (fewest copies), then per layer the
+        // cheapest candidate net of its copies when the copy cost is given (the WindowBalancer's rule).
+        result.placement = align_to_previous(*current, std::move(result.placement));
+        if (cost.enabled()) {
+            std::vector<double> fresh_max;
+            for (const LayerBalance& b : result.layers) fresh_max.push_back(b.max_gpu_load);
+            MoveAwareChoice choice =
+                choose_moves(*current, loads, result.placement, fresh_max, a.options, cost);
+            result.placement = std::move(choice.placement);
+            kind = std::move(choice.kind);
+            for (std::size_t l = 0; l < result.layers.size(); ++l)
+                result.layers[l] =
+                    measure_balance(result.placement.layers[l], loads.layer(static_cast<std::int32_t>(l)),
+                                    a.options.num_gpus);
+        }
+    }
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     DI_CHECK(result.placement.validate().empty(), result.placement.validate());
-    if (!a.out.empty()) {
-        std::ofstream f(a.out);
-        if (!f) throw ConfigError(a.out, "cannot open for writing");
-        f << dump_pretty(placement_to_json(result.placement));
-    }
     std::printf("eplb: %d layers x %d experts on %d GPUs (%d nodes), %d slots per GPU, split %s%s\n",
                 trace.num_layers, trace.num_experts, a.options.num_gpus, a.options.num_nodes,
                 a.options.slots_per_gpu(trace.num_experts), a.split.c_str(),
                 a.hierarchical ? ", node-first" : "");
-    std::printf("%-6s %10s %12s %14s %14s\n", "layer", "max/mean", "bound/mean", "max_tokens", "mean_tokens");
+    std::printf("%-6s %10s %12s %14s %14s%s\n", "layer", "max/mean", "bound/mean", "max_tokens",
+                "mean_tokens", current ? "  from_max/mean  move" : "");
+    double gain_tokens = 0.0;
     for (std::size_t l = 0; l < result.layers.size(); ++l) {
         const auto& b = result.layers[l];
-        std::printf("%-6zu %10.5f %12.5f %14.1f %14.1f\n", l, b.imbalance(), b.bound_imbalance(),
+        std::printf("%-6zu %10.5f %12.5f %14.1f %14.1f", l, b.imbalance(), b.bound_imbalance(),
                     b.max_gpu_load, b.mean_gpu_load);
+        if (current) {
+            const LayerBalance from = measure_balance(
+                current->layers[l], loads.layer(static_cast<std::int32_t>(l)), a.options.num_gpus);
+            gain_tokens += from.max_gpu_load - b.max_gpu_load;
+            std::printf("  %13.5f  %s", from.imbalance(),
+                        kind.empty() ? "new" : std::string(name(kind[l])).c_str());
+        }
+        std::printf("\n");
     }
     std::printf("mean   %10.5f %12.5f\n", mean_of(result.layers, false), mean_of(result.layers, true));
+    ExpertPlacement written = result.placement;
+    if (current) {
+        const MovePlan moves = plan_moves(*current, result.placement, a.expert_bytes);
+        std::printf("copies: %zu replicas", moves.moves.size());
+        if (a.expert_bytes > 0)
+            std::printf(", %.3f GB, at most %.3f GB into one GPU",
+                        static_cast<double>(moves.total_bytes) * 1e-9,
+                        static_cast<double>(moves.max_bytes_into_gpu) * 1e-9);
+        std::printf("\n");
+        if (cost.enabled()) {
+            const double gain_s = gain_tokens * cost.s_per_token;
+            const double cost_s = static_cast<double>(moves.max_bytes_into_gpu) / cost.copy_bytes_per_s;
+            const bool pays = !(gain_s < cost_s);
+            std::printf("gain %.6f s over %lld steps against %.6f s of copies: %s\n", gain_s,
+                        static_cast<long long>(a.period_steps), cost_s,
+                        !pays           ? "keep the placement in force (written unchanged)"
+                        : moves.empty() ? "no copies, only the router split changes"
+                                        : "re-place");
+            if (!pays) written = *current;
+        }
+    }
+    if (!a.out.empty()) {
+        std::ofstream f(a.out);
+        if (!f) throw ConfigError(a.out, "cannot open for writing");
+        f << dump_pretty(placement_to_json(written));
+    }
     std::printf("run time: %.1f ms\n", ms);
     if (a.replay && trace.windows.size() > 1) replay(trace, a);
     return 0;
@@ -150,14 +228,25 @@ int run_eplb(const Args& args) {
         "beta", po::value(&a.beta)->default_value(0.2), "holt weight of the newest trend")(
         "replay", po::bool_switch(&a.replay),
         "also measure predictors: place from windows < t, measure on t")("out", po::value(&a.out),
-                                                                         "write the placement JSON here");
+                                                                         "write the placement JSON here")(
+        "from", po::value(&a.from),
+        "the placement in force (JSON): the new one is aligned to it and its copies reported")(
+        "expert-bytes", po::value(&a.expert_bytes)->default_value(0),
+        "weight bytes of one expert replica in one layer (copies' size)")(
+        "copy-GBps", po::value(&a.copy_gbps)->default_value(0.0), "GB/s one GPU receives while copying")(
+        "s-per-token", po::value(&a.s_per_token)->default_value(0.0),
+        "seconds of MoE time per token on a GPU in one layer")(
+        "period-steps", po::value(&a.period_steps)->default_value(0),
+        "steps until the next re-placement; with --from and the three above, each layer keeps its slots, "
+        "takes a few move-aware rounds or the new placement, whichever saves most net of its copies");
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(args).options(desc).run(), vm);
         if (vm.count("help") != 0) {
             std::cout
                 << "usage: deepinfer eplb --trace T.json --gpus G [--nodes N] [--redundant R] [--groups K] "
-                   "[--out P.json]\n"
+                   "[--out P.json] [--from P.json [--expert-bytes B --copy-GBps X --s-per-token S "
+                   "--period-steps N]]\n"
                 << desc;
             return 0;
         }
@@ -168,6 +257,23 @@ int run_eplb(const Args& args) {
     if (a.split != "weighted" && a.split != "uniform")
         throw ConfigError("command line", "--split", "weighted or uniform", "\"" + a.split + "\"");
     if (a.predict != "sum") parse_predictor_kind(a.predict);
+    if (a.expert_bytes < 0)
+        throw ConfigError("command line", "--expert-bytes", ">= 0", std::to_string(a.expert_bytes));
+    if (!(a.copy_gbps >= 0.0))
+        throw ConfigError("command line", "--copy-GBps", ">= 0", std::to_string(a.copy_gbps));
+    if (!(a.s_per_token >= 0.0))
+        throw ConfigError("command line", "--s-per-token", ">= 0", std::to_string(a.s_per_token));
+    if (a.period_steps < 0)
+        throw ConfigError("command line", "--period-steps", ">= 0", std::to_string(a.period_steps));
+    const bool any_cost = a.copy_gbps > 0.0 || a.s_per_token > 0.0 || a.period_steps > 0;
+    const bool all_cost =
+        a.expert_bytes > 0 && a.copy_gbps > 0.0 && a.s_per_token > 0.0 && a.period_steps > 0;
+    if (any_cost && !all_cost)
+        throw ConfigError("command line", "--copy-GBps",
+                          "--expert-bytes, --copy-GBps, --s-per-token and --period-steps all > 0 together",
+                          "only some of them");
+    if (any_cost && a.from.empty())
+        throw ConfigError("command line", "--from", "the placement in force, for the copy cost", "none");
     a.options.split = a.split == "weighted" ? SplitMode::kWeighted : SplitMode::kUniform;
     // Placing for the next period (a predictor) weighs robustness to drift; placing for the trace's
     // own loads (sum) does not.

@@ -40,7 +40,8 @@ struct MoveAwareChoice {
 using ParallelFor = std::function<void(std::size_t n, const std::function<void(std::size_t)>& fn)>;
 
 /// Per layer of `current`, the candidate with the largest value
-///   −(max GPU load on `predicted`) · cost.s_per_token − (max bytes copied into one GPU) / cost.copy_bytes_per_s
+///   −(max GPU load on `predicted`) · cost.s_per_token − (max bytes copied into one GPU) /
+///   cost.copy_bytes_per_s
 /// among: the current slots with only the router split re-balanced (no copies; resplit_layer),
 /// improve_layer's 1, 2, 4, ..., 32 rounds from the current slots, and `fresh`'s layer (a new
 /// placement aligned to `current`, align_to_previous; `fresh_max` its max GPU loads). Ties keep the

@@ -93,12 +93,12 @@ std::optional<ExpertPlacement> WindowBalancer::maybe_replace(std::int64_t /*step
         // Per layer, the candidate that saves the most time over the period net of its own copies
         // (choose_moves). The chosen layers' copies cost at most the sum of their own costs, so the
         // whole re-placement still passes the rule below.
-        MoveAwareChoice choice = choose_moves(
-            current_, predicted, aligned, new_max, config_.placement,
-            MoveCost{.expert_bytes = config_.expert_bytes,
-                     .copy_bytes_per_s = config_.copy_bytes_per_s,
-                     .s_per_token = config_.s_per_token * config_.period_steps},
-            config_.parallel_for);
+        MoveAwareChoice choice =
+            choose_moves(current_, predicted, aligned, new_max, config_.placement,
+                         MoveCost{.expert_bytes = config_.expert_bytes,
+                                  .copy_bytes_per_s = config_.copy_bytes_per_s,
+                                  .s_per_token = config_.s_per_token * config_.period_steps},
+                         config_.parallel_for);
         aligned = std::move(choice.placement);
         new_max = std::move(choice.max_load);
         for (const LayerMove k : choice.kind) {

@@ -2,6 +2,7 @@
 // placement, determinism, and one-line errors naming the file and field for bad traces and options.
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "policies/eplb/eplb_json.h"
+#include "policies/eplb/moves.h"
 #include "policies/eplb/rebalance.h"
 #include "tests/support/cli_runner.h"
 
@@ -186,4 +188,69 @@ TEST_CASE("eplb CLI: bad options fail with one line naming the option", "[cli][e
     r = run_cli("eplb --gpus 4");
     CHECK(r.status == 1);
     CHECK(r.output.find("--trace") != std::string::npos);
+}
+
+TEST_CASE("eplb CLI: --from weighs each layer's copies against its gain", "[cli][eplb]") {
+    // Place for the trace, then the loads drift (another hot expert): from the placement in force,
+    // dear copies keep every layer's slots (only the router split changes); cheap ones take a few
+    // move-aware rounds, reported with their copies and the gain.
+    Scratch s;
+    const auto trace = s.write("t.json", kTrace);
+    REQUIRE(run_cli("eplb --trace " + trace + " --gpus 4 --redundant 1 --out " + s.path("p0.json")).status ==
+            0);
+    const auto drifted = s.write("d.json", R"({"layers": 2, "experts": 8, "windows": [
+      [[5, 5, 5, 90, 5, 5, 5, 5], [8, 1, 1, 1, 1, 1, 1, 8]]]})");
+    const std::string base = "eplb --trace " + drifted + " --gpus 4 --redundant 1 --from " +
+                             s.path("p0.json") +
+                             " --expert-bytes 1000000000 --copy-GBps 50 --period-steps 10000";
+    const ExpertPlacement p0 = read_placement(s.path("p0.json"), 8);
+
+    const Result dear = run_cli(base + " --s-per-token 1e-9 --out " + s.path("dear.json"));
+    INFO(dear.output);
+    REQUIRE(dear.status == 0);
+    CHECK(dear.output.find("from_max/mean  move") != std::string::npos);
+    CHECK(dear.output.find("kept") != std::string::npos);
+    CHECK(dear.output.find("copies: 0 replicas") != std::string::npos);
+    const ExpertPlacement kept = read_placement(s.path("dear.json"), 8);
+    REQUIRE(kept.validate().empty());
+    for (std::size_t l = 0; l < 2; ++l) CHECK(kept.layers[l].phy2log == p0.layers[l].phy2log);
+
+    const Result cheap = run_cli(base + " --s-per-token 1e-6 --out " + s.path("cheap.json"));
+    INFO(cheap.output);
+    REQUIRE(cheap.status == 0);
+    CHECK(cheap.output.find("rounds") != std::string::npos);
+    CHECK(cheap.output.find(": re-place") != std::string::npos);
+    const ExpertPlacement moved = read_placement(s.path("cheap.json"), 8);
+    REQUIRE(moved.validate().empty());
+    const MovePlan plan = plan_moves(p0, moved, 1'000'000'000);
+    CHECK(cheap.output.find("copies: " + std::to_string(plan.moves.size()) + " replicas") !=
+          std::string::npos);
+    CHECK_FALSE(plan.moves.empty());
+    // The written placement is better balanced on the drifted loads than the one in force.
+    const LoadMatrix w = read_load_trace(drifted).total();
+    for (std::int32_t l = 0; l < 2; ++l)
+        CHECK(measure_balance(moved.layers[static_cast<std::size_t>(l)], w.layer(l), 4).max_gpu_load <
+              measure_balance(p0.layers[static_cast<std::size_t>(l)], w.layer(l), 4).max_gpu_load);
+}
+
+TEST_CASE("eplb CLI: --from and copy-cost mistakes fail with one line naming the file or option",
+          "[cli][eplb]") {
+    Scratch s;
+    const auto trace = s.write("t.json", kTrace);
+    REQUIRE(run_cli("eplb --trace " + trace + " --gpus 4 --redundant 1 --out " + s.path("p0.json")).status ==
+            0);
+    const Result gpus = run_cli("eplb --trace " + trace + " --gpus 8 --from " + s.path("p0.json"));
+    CHECK(gpus.status != 0);
+    CHECK(gpus.output.find("p0.json: /num_gpus: expected 8") != std::string::npos);
+    const Result partial = run_cli("eplb --trace " + trace + " --gpus 4 --redundant 1 --from " +
+                                   s.path("p0.json") + " --copy-GBps 50");
+    CHECK(partial.status != 0);
+    CHECK(partial.output.find("--period-steps all > 0 together") != std::string::npos);
+    const Result no_from = run_cli("eplb --trace " + trace +
+                                   " --gpus 4 --redundant 1 --expert-bytes 1 --copy-GBps 50 --s-per-token 1 "
+                                   "--period-steps 1");
+    CHECK(no_from.status != 0);
+    CHECK(no_from.output.find("--from: expected the placement in force") != std::string::npos);
+    for (const Result& r : {gpus, partial, no_from})
+        CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
 }
