@@ -1,4 +1,5 @@
-// `deepinfer profile`: measures op-group curves on the local GPU. TODO(#7): needs the CUDA executor.
+// `deepinfer profile`: measures op-group curves on the local GPU. Not built yet: it needs the CUDA
+// executor, which no issue covers so far (the simulator reads roofline-derived profiles meanwhile).
 #include "engine/cli/commands.h"
 
 namespace deepinfer::cli {
