@@ -235,18 +235,13 @@ std::vector<InstanceLoad> Cluster::loads(const std::vector<std::unique_ptr<Node>
         for (std::int32_t r = 0; r < n->group->num_ranks(); ++r) {
             // NOTE: through rank_load: a decode step being committed early serves the loads as they
             // were before its commit (and stay until the Instance commits it).
-            const DpGroupScheduler::RankLoad s = n->group->rank_load(r);
             DpRankLoad& d = l.ranks[static_cast<std::size_t>(r)];
+            d = n->group->rank_load(r);
             const auto pending = n->rank_pending_tokens[static_cast<std::size_t>(r)];
-            d.num_running_seqs = s.num_running;
-            d.num_waiting_seqs = s.num_waiting;
             if (n->role == InstanceRole::kPrefill)
                 d.num_pending_prefill_tokens = pending;
             else
                 d.num_waiting_seqs += static_cast<std::int32_t>(pending);  // handoffs in flight
-            d.kv_free_fraction =
-                s.total_blocks > 0 ? static_cast<double>(s.allocatable_blocks) / s.total_blocks : 0.0;
-            d.max_num_seqs = s.max_num_seqs;
         }
         out.push_back(std::move(l));
     }

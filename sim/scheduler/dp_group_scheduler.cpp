@@ -85,14 +85,27 @@ void DpGroupScheduler::index_parts(const Launched& launched) {
     results_.resize(ranks_.size());
 }
 
-DpGroupScheduler::RankLoad DpGroupScheduler::rank_load(std::int32_t r) const {
+DpRankLoad DpGroupScheduler::rank_load(std::int32_t r) const {
     if (early_step_ >= 0) return early_loads_[static_cast<std::size_t>(r)];
     const Scheduler& s = *ranks_[static_cast<std::size_t>(r)];
-    return RankLoad{.num_running = static_cast<std::int32_t>(s.num_running()),
-                    .num_waiting = static_cast<std::int32_t>(s.num_waiting()),
-                    .allocatable_blocks = s.pool().num_allocatable_blocks(),
-                    .total_blocks = s.pool().num_blocks_total(),
-                    .max_num_seqs = s.config().max_num_seqs};
+    const KvBlockPool& pool = s.pool();
+    return DpRankLoad{
+        .num_running_seqs = static_cast<std::int32_t>(s.num_running()),
+        .num_waiting_seqs = static_cast<std::int32_t>(s.num_waiting()),
+        .kv_free_fraction = pool.num_blocks_total() > 0
+                                ? static_cast<double>(pool.num_allocatable_blocks()) / pool.num_blocks_total()
+                                : 0.0,
+        .max_num_seqs = s.config().max_num_seqs};
+}
+
+void DpGroupScheduler::commit_rank(std::size_t r, std::span<const SeqSchedule> seqs,
+                                   std::span<const SeqOutcome> outcomes, double now_s) {
+    if (part_at_[r] < 0) {
+        results_[r].progress.clear();
+        results_[r].finished.clear();
+        return;
+    }
+    ranks_[r]->commit(seqs, outcomes, now_s, results_[r]);
 }
 
 bool DpGroupScheduler::begin_early_commit(std::int64_t step_id, double now_s) {
@@ -115,13 +128,8 @@ void DpGroupScheduler::commit_rank_early(std::size_t r, std::span<const SeqSched
     const std::size_t n = part < 0 ? 0 : launched_.front().parts[static_cast<std::size_t>(part)].num_seqs;
     DI_CHECK(seqs.size() == n && outcomes.size() == n,
              "early commit of rank " << r << ": " << seqs.size() << " sequences, its part has " << n);
-    if (part < 0) {
-        results_[r].progress.clear();
-        results_[r].finished.clear();
-        return;
-    }
     // NOTE: no rank keeps a prefix cache (begin_early_commit), so the commit time is not read.
-    ranks_[r]->commit(seqs, outcomes, early_now_s_, results_[r]);
+    commit_rank(r, seqs, outcomes, early_now_s_);
 }
 
 CommitResult DpGroupScheduler::commit(const StepPlan& plan, const StepOutcome& outcome, double now_s) {
@@ -131,33 +139,27 @@ CommitResult DpGroupScheduler::commit(const StepPlan& plan, const StepOutcome& o
              "outcome has " << outcome.seqs.size() << " sequences, plan " << plan.seqs.size());
     const Launched launched = std::move(launched_.front());
     launched_.pop_front();
-    if (early_step_ == plan.step_id) {
-        early_step_ = -1;  // the ranks were committed as their outcomes were drawn
-        DI_CHECK(first_.back() == plan.seqs.size(),
-                 "DP group plan of " << plan.seqs.size() << " sequences, parts " << first_.back());
-    } else {
+    const bool early = early_step_ == plan.step_id;  // the ranks were committed as their outcomes were drawn
+    if (early)
+        early_step_ = -1;
+    else
         index_parts(launched);
-        DI_CHECK(first_.back() == plan.seqs.size(),
-                 "DP group plan of " << plan.seqs.size() << " sequences, parts " << first_.back());
+    DI_CHECK(first_.back() == plan.seqs.size(),
+             "DP group plan of " << plan.seqs.size() << " sequences, parts " << first_.back());
+    if (!early) {
         const std::span<const SeqSchedule> seqs(plan.seqs);
         const std::span<const SeqOutcome> outcomes(outcome.seqs);
         // Tasks are per rank (not per part) so that a rank's scratch stays on one thread.
-        auto commit_rank = [&](std::size_t r) {
-            if (part_at_[r] < 0) {
-                results_[r].progress.clear();
-                results_[r].finished.clear();
-                return;
-            }
-            const auto i = static_cast<std::size_t>(part_at_[r]);
-            const std::size_t at = first_[i];
-            const std::size_t n = launched.parts[i].num_seqs;
-            // The rank's slice of the step, committed in place (its result slot's buffers are reused).
-            ranks_[r]->commit(seqs.subspan(at, n), outcomes.subspan(at, n), now_s, results_[r]);
+        auto commit_slice = [&](std::size_t r) {
+            const std::int32_t part = part_at_[r];
+            const std::size_t at = part < 0 ? 0 : first_[static_cast<std::size_t>(part)];
+            const std::size_t n = part < 0 ? 0 : launched.parts[static_cast<std::size_t>(part)].num_seqs;
+            commit_rank(r, seqs.subspan(at, n), outcomes.subspan(at, n), now_s);
         };
         if (pool_ != nullptr)
-            pool_->run(ranks_.size(), commit_rank);
+            pool_->run(ranks_.size(), commit_slice);
         else
-            for (std::size_t r = 0; r < ranks_.size(); ++r) commit_rank(r);
+            for (std::size_t r = 0; r < ranks_.size(); ++r) commit_slice(r);
     }
     CommitResult result;
     for (const Part& part : launched.parts) {  // rank order; copied, see schedule()

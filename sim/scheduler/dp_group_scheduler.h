@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "policies/dspark/dspark_verify_adapter.h"
+#include "policies/router/router.h"
 #include "policies/scheduler/scheduler.h"
 #include "policies/scheduler/step_scheduler.h"
 #include "sim/parallel/worker_pool.h"
@@ -42,17 +43,10 @@ public:
     /// The rank's scheduler (live state: not while a step is committed early, see rank_load).
     const Scheduler& rank(std::int32_t r) const { return *ranks_[static_cast<std::size_t>(r)]; }
 
-    /// What a router weighs about a rank.
-    struct RankLoad {
-        std::int32_t num_running = 0;
-        std::int32_t num_waiting = 0;
-        std::int32_t allocatable_blocks = 0;
-        std::int32_t total_blocks = 0;
-        std::int32_t max_num_seqs = 0;
-    };
-    /// The rank's load; while a step is committed early, as it was when that commit began (which is
-    /// what it stays until the Instance commits the step).
-    RankLoad rank_load(std::int32_t r) const;
+    /// What a router weighs about the rank (its pending prefill tokens are the caller's to add);
+    /// while a step is committed early, as it was when that commit began (which is what it stays
+    /// until the Instance commits the step).
+    DpRankLoad rank_load(std::int32_t r) const;
 
     /// EarlyCommit: only with a worker pool and when no rank keeps a prefix cache (a rank's commit
     /// then does not depend on the commit time).
@@ -82,10 +76,14 @@ private:
     std::vector<std::size_t> first_;     // per part: its offset into the plan
     /// Maps the parts of `launched` (the step being committed) to ranks and plan offsets.
     void index_parts(const Launched& launched);
+    /// Commits rank r's slice of the step (its result slot's buffers are reused); a rank without a
+    /// part gets empty results.
+    void commit_rank(std::size_t r, std::span<const SeqSchedule> seqs, std::span<const SeqOutcome> outcomes,
+                     double now_s);
     /// The step committed early (-1: none), the time it began, and the ranks' loads then.
     std::int64_t early_step_ = -1;
     double early_now_s_ = 0;
-    std::vector<RankLoad> early_loads_;
+    std::vector<DpRankLoad> early_loads_;
 };
 
 }  // namespace deepinfer::sim

@@ -69,17 +69,17 @@ std::unique_ptr<sim::DpGroupScheduler> make_group(sim::WorkerPool* pool, bool pr
     return group;
 }
 
-bool same_load(const sim::DpGroupScheduler::RankLoad& a, const sim::DpGroupScheduler::RankLoad& b) {
-    return a.num_running == b.num_running && a.num_waiting == b.num_waiting &&
-           a.allocatable_blocks == b.allocatable_blocks && a.total_blocks == b.total_blocks &&
-           a.max_num_seqs == b.max_num_seqs;
+bool same_load(const DpRankLoad& a, const DpRankLoad& b) {
+    return a.num_running_seqs == b.num_running_seqs && a.num_waiting_seqs == b.num_waiting_seqs &&
+           a.num_pending_prefill_tokens == b.num_pending_prefill_tokens &&
+           a.kv_free_fraction == b.kv_free_fraction && a.max_num_seqs == b.max_num_seqs;
 }
 
 /// Commits `plan` rank by rank through EarlyCommit, as the SimExecutor does on its workers, checking
 /// that the loads a router reads meanwhile are those from before the commit.
 CommitResult commit_early(sim::DpGroupScheduler& group, sim::WorkerPool& pool, const StepPlan& plan,
                           const StepOutcome& out, double now_s) {
-    std::vector<sim::DpGroupScheduler::RankLoad> before;
+    std::vector<DpRankLoad> before;
     for (std::int32_t r = 0; r < group.num_ranks(); ++r) before.push_back(group.rank_load(r));
     REQUIRE(group.begin_early_commit(plan.step_id, now_s));
     const auto R = static_cast<std::size_t>(group.num_ranks());
